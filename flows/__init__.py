@@ -1,0 +1,1 @@
+"""Prefect flows: thin orchestration of sdc_tasks library calls."""

@@ -1,0 +1,126 @@
+"""Reading microdata (CSV or Parquet) as Dask collections and writing outputs atomically."""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import os
+import shutil
+import uuid
+from pathlib import Path
+from typing import Iterator
+
+import dask.dataframe as dd
+import pandas as pd
+
+
+class InputError(ValueError):
+    """Bad input: the message names the file, column, record or parameter at fault."""
+
+
+def detect_format(path: str | Path) -> str:
+    """Return ``"csv"`` or ``"parquet"`` for a file or a dataset directory."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"input not found: {p}")
+    if p.is_dir():
+        if any(p.rglob("*.parquet")):
+            return "parquet"
+        if any(p.glob("*.csv")):
+            return "csv"
+        raise InputError(f"input directory {p} holds no .parquet or .csv files")
+    suffix = p.suffix.lower()
+    if suffix in (".parquet", ".pq"):
+        return "parquet"
+    if suffix in (".csv", ".txt"):
+        return "csv"
+    raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
+
+
+def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB") -> dd.DataFrame:
+    """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers)."""
+    p = Path(path)
+    fmt = detect_format(p) if fmt == "auto" else fmt
+    if not p.exists():
+        raise InputError(f"input not found: {p}")
+    try:
+        if fmt == "parquet":
+            ddf = dd.read_parquet(str(p))
+        elif fmt == "csv":
+            pattern = str(p / "*.csv") if p.is_dir() else str(p)
+            ddf = dd.read_csv(pattern, blocksize=blocksize, sample=256_000)
+        else:
+            raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
+    except InputError:
+        raise
+    except Exception as exc:  # pyarrow/pandas parse errors: name the file
+        raise InputError(f"cannot read {p} as {fmt}: {exc}") from exc
+    if len(ddf.columns) == 0:
+        raise InputError(f"input {p} has no columns")
+    return ddf
+
+
+def read_table_pandas(path: str | Path, fmt: str = "auto") -> pd.DataFrame:
+    """Return a small file as one pandas DataFrame (tests, bundled data)."""
+    return read_table(path, fmt).compute().reset_index(drop=True)
+
+
+def file_sha256(path: Path) -> str:
+    """Return the hex SHA-256 checksum of one file."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def tree_checksums(root: Path) -> dict[str, str]:
+    """Return {relative path: sha256} for every file below ``root``, sorted by path."""
+    return {
+        str(f.relative_to(root)): file_sha256(f)
+        for f in sorted(root.rglob("*"))
+        if f.is_file()
+    }
+
+
+@contextlib.contextmanager
+def atomic_output_dir(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling directory that is renamed to ``final`` only if the block succeeds.
+
+    On any exception the temporary directory is removed, so no partial output is ever left at ``final``.
+    An existing ``final`` is replaced only with ``overwrite=True`` (and only after success).
+    """
+    final = Path(final).resolve()
+    if final.exists() and not overwrite:
+        raise InputError(f"output directory {final} already exists (pass --overwrite / overwrite: true to replace it)")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex[:12]}"
+    tmp.mkdir()
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    old = None
+    if final.exists():
+        old = final.parent / f".{final.name}.old-{uuid.uuid4().hex[:12]}"
+        os.rename(final, old)
+    os.rename(tmp, final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+@contextlib.contextmanager
+def atomic_output_file(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
+    """Yield a temporary sibling file path that replaces ``final`` only if the block succeeds."""
+    final = Path(final).resolve()
+    if final.exists() and not overwrite:
+        raise InputError(f"output file {final} already exists")
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.parent / f".{final.name}.tmp-{uuid.uuid4().hex[:12]}"
+    try:
+        yield tmp
+        os.replace(tmp, final)
+    finally:
+        if tmp.exists():
+            tmp.unlink()

@@ -1,0 +1,246 @@
+"""MDAV multivariate fixed-group-size microaggregation: pure block kernels (numpy in, numpy out).
+
+Sources:
+- statistical_databases_survey.txt, Microaggregation (MDAV): the 6-step MDAV algorithm and the SSE criterion.
+- sdc_methods_comparison_chapter.txt sec. 2: microaggregation variants Micmul k (all attributes together)
+  and Mic2mul k / Mic3mul k / Mic4mul k (attributes microaggregated two, three, four at a time).
+
+Tie rule: wherever the survey says "most distant" or "closest", equal squared distances are resolved to the
+lowest row index of the block, so the grouping is a deterministic function of the block's row order.
+"""
+
+from __future__ import annotations
+
+import numbers
+
+import numba
+import numpy as np
+
+
+def _as_columns(a: np.ndarray, name: str) -> np.ndarray:
+    """Return ``a`` as a C-contiguous float64 (n, p) array; a 1-D array is one attribute."""
+    arr = np.asarray(a, dtype=np.float64)
+    if arr.ndim == 1:
+        arr = arr[:, None]
+    if arr.ndim != 2:
+        raise ValueError(f"{name} must be a 1-D or 2-D array, got {arr.ndim} dimensions")
+    return np.ascontiguousarray(arr)
+
+
+def _check_finite_rows(a: np.ndarray, name: str) -> None:
+    """Raise ValueError naming the first row of ``a`` holding a NaN or infinite value."""
+    bad = ~np.isfinite(a).all(axis=1)
+    if bad.any():
+        raise ValueError(f"{name} has a non-finite value in row {int(np.argmax(bad))}")
+
+
+def _check_group_size_k(k: object) -> int:
+    """Return ``k`` as an int after checking it is an integer >= 1 (the minimal group size)."""
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral) or k < 1:
+        raise ValueError(f"k must be an integer >= 1, got {k!r}")
+    return int(k)
+
+
+@numba.njit(cache=True)
+def _centroid(z, rem, m):
+    """Average record of the m remaining rows ``z[rem[:m]]`` (survey, MDAV step 1 / step 5a)."""
+    p = z.shape[1]
+    total = np.zeros(p)
+    for a in range(m):
+        row = rem[a]
+        for j in range(p):
+            total[j] += z[row, j]
+    return total / m
+
+
+@numba.njit(cache=True)
+def _squared_distances(z, rem, m, v, out):
+    """Squared Euclidean distance of each remaining row to the vector v, into ``out[:m]`` (survey, MDAV step 1)."""
+    p = z.shape[1]
+    for a in range(m):
+        row = rem[a]
+        acc = 0.0
+        for j in range(p):
+            t = z[row, j] - v[j]
+            acc += t * t
+        out[a] = acc
+
+
+@numba.njit(cache=True)
+def _most_distant(d, m):
+    """Position of the largest of ``d[:m]``, the lowest position among equal maxima (MDAV steps 1, 2, 5b)."""
+    best = 0
+    for a in range(1, m):
+        if d[a] > d[best]:
+            best = a
+    return best
+
+
+@numba.njit(cache=True)
+def _closest(d, m, k, out):
+    """The k positions with the smallest ``d[:m]`` in (distance, position) order, into ``out`` (MDAV step 3).
+
+    One pass with a sorted buffer of k positions: an equal distance never displaces an earlier
+    (lower) position, so ties go to the lowest position.
+    """
+    count = 0
+    for a in range(m):
+        da = d[a]
+        if count == k and da >= d[out[k - 1]]:
+            continue
+        pos = count if count < k else k - 1
+        while pos > 0 and d[out[pos - 1]] > da:
+            out[pos] = out[pos - 1]
+            pos -= 1
+        out[pos] = a
+        if count < k:
+            count += 1
+
+
+@numba.njit(cache=True)
+def _group_around(z, rem, m, pos, k, g, labels, d, members):
+    """Label record ``rem[pos]`` and its k-1 closest remaining records as group g (survey, MDAV step 3).
+
+    Returns the new number of remaining rows; ``rem`` is compacted in place, its order kept.
+    """
+    _squared_distances(z, rem, m, z[rem[pos]], d)
+    d[pos] = -1.0
+    _closest(d, m, k, members)
+    for t in range(k):
+        labels[rem[members[t]]] = g
+    kept = 0
+    for a in range(m):
+        if labels[rem[a]] < 0:
+            rem[kept] = rem[a]
+            kept += 1
+    return kept
+
+
+@numba.njit(cache=True)
+def _mdav_labels(z, k):
+    """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6)."""
+    n = z.shape[0]
+    labels = np.full(n, -1, np.int64)
+    rem = np.arange(n)
+    d = np.empty(n)
+    members = np.empty(k, np.int64)
+    m = n
+    g = 0
+    while m >= 3 * k:
+        _squared_distances(z, rem, m, _centroid(z, rem, m), d)
+        r = _most_distant(d, m)
+        x_r = z[rem[r]].copy()
+        m = _group_around(z, rem, m, r, k, g, labels, d, members)
+        _squared_distances(z, rem, m, x_r, d)
+        m = _group_around(z, rem, m, _most_distant(d, m), k, g + 1, labels, d, members)
+        g += 2
+    if m >= 2 * k:
+        _squared_distances(z, rem, m, _centroid(z, rem, m), d)
+        m = _group_around(z, rem, m, _most_distant(d, m), k, g, labels, d, members)
+        g += 1
+    for a in range(m):
+        labels[rem[a]] = g
+    return labels
+
+
+def mdav_groups(z: np.ndarray, k: int) -> np.ndarray:
+    """Return MDAV group labels (int64, 0..g-1 in order of formation) for the standardized block ``z`` (n, p).
+
+    statistical_databases_survey.txt, Microaggregation (MDAV), steps 1-6:
+    while at least 3k records remain, x_r is the remaining record most distant (squared Euclidean) from
+    the remaining records' average, x_s the remaining record most distant from x_r; x_r and its k-1
+    closest remaining records form a group, then x_s and its k-1 closest records among those still
+    remaining form another. With 2k..3k-1 left, x_r (most distant from their average) and its k-1
+    closest form a group and the rest the last group; with 1..2k-1 left they form one group.
+    Every group has k records except the last, which has k..2k-1.
+
+    x_s is taken among the records left after x_r's group is formed: the survey's choice (step 2 before
+    step 3) unless that record would itself fall in x_r's group, which only tied distances allow.
+    A 1-D ``z`` is one attribute. Raises ValueError when ``k`` is not an integer >= 1, when n < k,
+    or when a row holds a non-finite value; n == 0 gives an empty array.
+    """
+    k = _check_group_size_k(k)
+    zz = _as_columns(z, "z")
+    n = zz.shape[0]
+    if n == 0:
+        return np.empty(0, dtype=np.int64)
+    if n < k:
+        raise ValueError(f"k={k} exceeds the number of records n={n}: MDAV needs n >= k")
+    _check_finite_rows(zz, "z")
+    return _mdav_labels(zz, k)
+
+
+def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
+    """Return (n, p): each row of ``x`` replaced by the mean of its group (survey, Microaggregation).
+
+    "For each attribute, the average value over each group is computed and is used to replace each
+    of the original averaged values" (statistical_databases_survey.txt, Microaggregation).
+    """
+    xx = _as_columns(x, "x")
+    lab = np.asarray(labels, dtype=np.int64)
+    if lab.shape != (xx.shape[0],):
+        raise ValueError(f"labels must have shape ({xx.shape[0]},), got {lab.shape}")
+    counts = np.bincount(lab)
+    sums = np.column_stack([np.bincount(lab, weights=xx[:, j], minlength=counts.shape[0]) for j in range(xx.shape[1])])
+    means = sums / np.maximum(counts, 1)[:, None]
+    return means[lab]
+
+
+def sse(x: np.ndarray, labels: np.ndarray) -> float:
+    """Return the within-groups sum of squares SSE = sum_i sum_j (x_ij - xbar_i)'(x_ij - xbar_i).
+
+    statistical_databases_survey.txt, Microaggregation (SSE formula).
+    """
+    xx = _as_columns(x, "x")
+    resid = xx - group_means(xx, labels)
+    return float(np.sum(resid * resid))
+
+
+def _standardized(x: np.ndarray, center: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """Return (x - center) / scale column-wise, a zero scale counting as 1 for its column."""
+    p = x.shape[1]
+    c = np.asarray(center, dtype=np.float64).reshape(-1)
+    s = np.asarray(scale, dtype=np.float64).reshape(-1)
+    if c.shape != (p,) or s.shape != (p,):
+        raise ValueError(f"center and scale must have {p} entries, got {c.shape[0]} and {s.shape[0]}")
+    if not (np.isfinite(c).all() and np.isfinite(s).all()):
+        raise ValueError("center and scale must be finite")
+    return (x - c) / np.where(s == 0.0, 1.0, s)
+
+
+def attribute_groups(p: int, group_size: int | None) -> list[np.ndarray]:
+    """Return the column indices of each attribute group: consecutive runs of ``group_size`` columns.
+
+    sdc_methods_comparison_chapter.txt sec. 2: Micmul (None: all p together), Mic2mul (2: [0,1],[2,3],...),
+    Mic3mul (3), Mic4mul (4); the last group may be smaller.
+    """
+    if group_size is None:
+        return [np.arange(p)]
+    if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) or group_size < 1:
+        raise ValueError(f"group_size must be None or an integer >= 1, got {group_size!r}")
+    return [np.arange(start, min(start + int(group_size), p)) for start in range(0, p, int(group_size))]
+
+
+def microaggregate_block(
+    x: np.ndarray,
+    k: int,
+    center: np.ndarray,
+    scale: np.ndarray,
+    group_size: int | None = None,
+) -> np.ndarray:
+    """Return the MDAV-microaggregated block (n, p) on the original scale of ``x``.
+
+    statistical_databases_survey.txt, Microaggregation (MDAV): records are grouped by MDAV on the data
+    standardized with the global ``center``/``scale`` (a zero scale counts as 1) and each value is
+    replaced by its group's average on the original scale; "the above algorithm can be applied
+    independently to each group of attributes".
+    sdc_methods_comparison_chapter.txt sec. 2: ``group_size=None`` is Micmul k, 2 is Mic2mul k, etc.
+    """
+    xx = _as_columns(x, "x")
+    _check_finite_rows(xx, "x")
+    z = _standardized(xx, center, scale)
+    out = np.empty_like(xx)
+    for cols in attribute_groups(xx.shape[1], group_size):
+        labels = mdav_groups(z[:, cols], k)
+        out[:, cols] = group_means(xx[:, cols], labels)
+    return out

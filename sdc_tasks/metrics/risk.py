@@ -1,0 +1,103 @@
+"""Disclosure risk kernels: distance-based linkage (DLD, DLD2), interval disclosure (ID, SDID) and scores.
+
+Sources: sdc_methods_comparison_chapter.txt sec. 3 (Distance-Based Record Linkage, Interval Disclosure)
+and sec. 4 (Disclosure Risk Assessment); post_masking_optimization.txt eq. (2); shared/METRICS.md.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.spatial import cKDTree
+
+ID_PERCENTS = tuple(range(1, 11))
+TIE_RTOL = 1e-9
+
+
+def exact_distances(points: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Euclidean distances computed one fixed way, so that equal distances compare equal (ties are exact)."""
+    d = points - rows
+    return np.sqrt(np.einsum("...j,...j->...", d, d))
+
+
+def linkage_credit(closer: np.ndarray, tied: np.ndarray, position: int) -> np.ndarray:
+    """Credit of each record for 'own original is the ``position``-th nearest' (METRICS.md tie rule).
+
+    With ``closer`` originals strictly nearer than the own original and ``tied`` originals (own included) at
+    exactly its distance, the own record takes each of the ranks closer+1 .. closer+tied with probability
+    1/tied, so it earns 1/tied when closer < position <= closer + tied.
+    """
+    hit = (closer < position) & (position <= closer + tied)
+    return np.where(hit, 1.0 / np.maximum(tied, 1), 0.0)
+
+
+def _rank_counts_fallback(tree: cKDTree, masked: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Strictly-closer and tied counts by a ball query (used only where the 3 nearest cannot decide)."""
+    closer = np.empty(len(masked), dtype=np.int64)
+    tied = np.empty(len(masked), dtype=np.int64)
+    for i, (q, r) in enumerate(zip(masked, d_own)):
+        idx = tree.query_ball_point(q, r * (1 + TIE_RTOL) + 1e-300)
+        d = exact_distances(tree.data[idx], q)
+        closer[i] = int((d < r).sum())
+        tied[i] = int((d == r).sum())
+    return closer, tied
+
+
+def linkage_counts(tree: cKDTree, masked: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each masked record: how many originals are strictly nearer than its own original, and how many
+    (own included) are exactly as near. Only counts 0, 1 and 2 matter for DLD/DLD2; larger counts are capped.
+
+    Distance-based record linkage, sdc_methods_comparison_chapter.txt sec. 3; both inputs already standardized.
+    """
+    d_own = exact_distances(masked, own)
+    kk = min(3, tree.n)
+    _, idx = tree.query(masked, k=kk)
+    idx = idx.reshape(len(masked), kk)
+    d_nn = exact_distances(tree.data[idx], masked[:, None, :])
+    closer = (d_nn < d_own[:, None]).sum(axis=1)
+    tied = (d_nn == d_own[:, None]).sum(axis=1)
+    undecided = (d_nn.max(axis=1) <= d_own * (1 + TIE_RTOL)) & (closer < 2) & (kk < tree.n)
+    if undecided.any():
+        closer_f, tied_f = _rank_counts_fallback(tree, masked[undecided], d_own[undecided])
+        closer[undecided], tied[undecided] = closer_f, tied_f
+    return closer, tied
+
+
+def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
+                  percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
+    """Number of original values inside the rank interval around their masked value, for each p.
+
+    The interval spans sorted original values whose rank differs from the rank position of x' by at most
+    floor(p n / 100) (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; METRICS.md ID_p).
+    """
+    n = sorted_orig.shape[0]
+    r = np.minimum(np.searchsorted(sorted_orig, xm, side="left"), n - 1)
+    hits = np.empty(len(percents), dtype=np.int64)
+    for i, p in enumerate(percents):
+        half = (p * n) // 100
+        lo = sorted_orig[np.maximum(r - half, 0)]
+        hi = sorted_orig[np.minimum(r + half, n - 1)]
+        hits[i] = int(((lo <= x) & (x <= hi)).sum())
+    return hits
+
+
+def sdid_hits(x: np.ndarray, xm: np.ndarray, sd: float, k: float = 0.05) -> int:
+    """Number of original values inside [x' - k S, x' + k S] (SDID; bounded_rank_metrics.txt ref. [10])."""
+    return int((np.abs(x - xm) <= k * sd).sum())
+
+
+def scores(metrics: dict[str, float]) -> dict[str, float]:
+    """The scores METRICS.md defines from whatever of IL, DLD, PLD, ID and PIL is present.
+
+    score = 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID (chapter 6 sec. 4);
+    score_simple = 0.5 IL + 0.25 DLD + 0.25 ID (post_masking_optimization.txt eq. (2));
+    score_pil = score with PIL in place of IL (pil_measures.txt sec. 3).
+    """
+    m = metrics
+    out: dict[str, float] = {}
+    if all(k in m for k in ("IL", "DLD", "ID")):
+        out["score_simple"] = 0.5 * m["IL"] + 0.25 * m["DLD"] + 0.25 * m["ID"]
+    if all(k in m for k in ("IL", "DLD", "PLD", "ID")):
+        out["score"] = 0.5 * m["IL"] + 0.125 * m["DLD"] + 0.125 * m["PLD"] + 0.25 * m["ID"]
+    if all(k in m for k in ("PIL", "DLD", "PLD", "ID")):
+        out["score_pil"] = 0.5 * m["PIL"] + 0.125 * m["DLD"] + 0.125 * m["PLD"] + 0.25 * m["ID"]
+    return out

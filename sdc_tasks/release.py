@@ -1,0 +1,226 @@
+"""The release stages as plain library functions (the Prefect flow only orchestrates them).
+
+Each stage takes the spec and paths and returns a small JSON-able summary; data moves as Dask collections
+and Parquet files, never as return values.
+"""
+
+from __future__ import annotations
+
+import json
+import platform
+import shutil
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+from time import perf_counter
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from sdc_tasks import __version__
+from sdc_tasks.blocking import offsets_of, partition_lengths
+from sdc_tasks.evaluate import check_columns, evaluate
+from sdc_tasks.io import InputError, read_table, tree_checksums
+from sdc_tasks.masking.apply import StepContext, apply_step
+from sdc_tasks.spec import ReleaseSpec
+
+MASKED_DIR = "masked"
+WORK_DIR = "_work"
+VERSIONED_PACKAGES = ("sdc-pipeline", "dask", "distributed", "pandas", "numpy", "pyarrow", "scipy", "prefect")
+
+
+class GateRefused(RuntimeError):
+    """The release gate refused publication; the message names each measure, its value and its limit."""
+
+
+def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:
+    """Prepend an int64 id column holding the global row position."""
+    out = part.copy()
+    out.insert(0, id_col, np.arange(offset, offset + len(part), dtype=np.int64))
+    return out
+
+
+def add_row_ids(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
+    """``ddf`` with a first int64 column ``id_col`` holding the global row position (0-based)."""
+    if id_col in ddf.columns:
+        raise InputError(f"cannot create id column {id_col!r}: the input already has a column of that name")
+    offsets = offsets_of(partition_lengths(ddf))
+    parts = [dask.delayed(_with_ids)(p, int(offsets[i]), id_col) for i, p in enumerate(ddf.to_delayed())]
+    return dd.from_delayed(parts, meta=_with_ids(ddf._meta, 0, id_col), verify_meta=False)
+
+
+def load_original(spec: ReleaseSpec) -> dd.DataFrame:
+    """The original file as a Dask DataFrame, with the id column created from row positions if the spec asks."""
+    ddf = read_table(spec.input_path, spec.input.format)
+    return add_row_ids(ddf, spec.id_column) if spec.create_id else ddf
+
+
+def _partition_checks(part: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:
+    """Per variable: rows, non-finite count and the id of the first non-finite record in one partition."""
+    rows = []
+    for v in variables:
+        x = part[v].to_numpy(np.float64, na_value=np.nan)
+        bad = ~np.isfinite(x)
+        first = part[id_col].iloc[int(np.argmax(bad))] if bad.any() else None
+        rows.append({"variable": v, "rows": len(x), "bad": int(bad.sum()), "first_bad": first,
+                     "min": float(np.nanmin(x)) if len(x) and (~bad).any() else np.inf,
+                     "max": float(np.nanmax(x)) if len(x) and (~bad).any() else -np.inf})
+    return pd.DataFrame(rows)
+
+
+def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
+    """Number of repeated ids in one hash partition and one example."""
+    dup = part[id_col][part[id_col].duplicated()]
+    return pd.DataFrame({"dups": [len(dup)], "example": [dup.iloc[0] if len(dup) else None]})
+
+
+def validate_input(spec: ReleaseSpec) -> dict:
+    """Check the original file against the spec; raise InputError naming the column/record/parameter at fault."""
+    ddf = load_original(spec)
+    roles = spec.variables
+    needed = [spec.id_column, *roles.continuous, *roles.key, *roles.direct_identifiers]
+    check_columns(ddf, needed + ([roles.strata] if roles.strata else []), f"input {spec.input_path}")
+    for v in dict.fromkeys([*roles.continuous, *roles.key]):
+        if not pd.api.types.is_numeric_dtype(ddf._meta[v].dtype):
+            raise InputError(f"variable {v!r} must be numeric but has dtype {ddf._meta[v].dtype}")
+    numeric = list(dict.fromkeys([*roles.continuous, *roles.key]))
+    checks = ddf.map_partitions(_partition_checks, numeric, spec.id_column,
+                                meta=_partition_checks(ddf._meta, numeric, spec.id_column))
+    dups = ddf[[spec.id_column]].shuffle(spec.id_column).map_partitions(
+        _duplicate_ids, spec.id_column, meta=_duplicate_ids(ddf._meta[[spec.id_column]], spec.id_column))
+    checks, dups = dask.compute(checks, dups)
+    per_var = checks.groupby("variable", sort=False).agg(rows=("rows", "sum"), bad=("bad", "sum"),
+                                                         lo=("min", "min"), hi=("max", "max"))
+    n = int(per_var["rows"].iloc[0]) if len(per_var) else 0
+    if n == 0:
+        raise InputError(f"input {spec.input_path} has no records")
+    for v, row in per_var.iterrows():
+        if row["bad"]:
+            first = checks[(checks["variable"] == v) & (checks["bad"] > 0)]["first_bad"].iloc[0]
+            raise InputError(f"variable {v!r} has {int(row['bad'])} missing or infinite values "
+                             f"(first at {spec.id_column} = {first})")
+    if int(dups["dups"].sum()):
+        example = dups.dropna(subset=["example"])["example"].iloc[0]
+        raise InputError(f"id column {spec.id_column!r} is not unique: {int(dups['dups'].sum())} repeated ids "
+                         f"(e.g. {example})")
+    for i, step in enumerate(spec.steps):
+        k = step.params.get("k")
+        if k is not None and n < k:
+            raise InputError(f"steps.{i}.params.k = {k} exceeds the number of records ({n})")
+    constant = [str(v) for v, row in per_var.iterrows() if row["lo"] == row["hi"]]
+    return {"n_records": n, "partitions": int(ddf.npartitions), "constant_variables": constant}
+
+
+def write_parquet(ddf: dd.DataFrame, path: Path) -> None:
+    """Write a Dask DataFrame as a Parquet dataset with deterministic file names and no index."""
+    ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
+                   write_metadata_file=False)
+
+
+def mask_step(spec: ReleaseSpec, i: int, source: dd.DataFrame, out_path: Path) -> dict:
+    """Run masking step ``i`` on ``source`` and write the result to ``out_path``; return facts for the report."""
+    step = spec.steps[i]
+    variables = spec.step_variables(i)
+    ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata)
+    t0 = perf_counter()
+    result = apply_step(source, step.method, variables, step.params, ctx)
+    write_parquet(result.frame, out_path)
+    return {"method": step.method, "params": dict(step.params), "variables": variables,
+            "blocks": result.blocks, "seconds": round(perf_counter() - t0, 3)}
+
+
+def published_frame(spec: ReleaseSpec, ddf: dd.DataFrame) -> dd.DataFrame:
+    """The original collection minus the direct identifiers (what the first step masks)."""
+    drop = [c for c in spec.variables.direct_identifiers if c in ddf.columns]
+    return ddf.drop(columns=drop) if drop else ddf
+
+
+def evaluate_release(spec: ReleaseSpec, masked_path: Path, families: tuple[str, ...]) -> dict:
+    """Metrics of the masked dataset at ``masked_path`` against the original, for the given metric families."""
+    original = load_original(spec)
+    masked = read_table(masked_path, "parquet")
+    return evaluate(original, masked, spec.id_column, list(spec.variables.continuous), spec.linkage_keys,
+                    families)
+
+
+def gate_decision(spec: ReleaseSpec, metrics: dict) -> dict:
+    """Compare each gated measure with its limit; a missing measure fails its check."""
+    checks = []
+    for measure, limit in spec.gate.max.items():
+        value = metrics.get(measure)
+        ok = value is not None and value <= limit
+        checks.append({"measure": measure, "value": value, "limit": limit, "op": "<=", "passed": bool(ok)})
+    return {"passed": all(c["passed"] for c in checks), "checks": checks}
+
+
+def refusal_message(gate: dict) -> str:
+    """One line naming every failed check: measure, value and limit."""
+    failed = [c for c in gate["checks"] if not c["passed"]]
+    parts = [f"{c['measure']} = {'missing' if c['value'] is None else format(c['value'], '.4g')} "
+             f"> limit {c['limit']:g}" for c in failed]
+    return "release refused by the risk gate: " + "; ".join(parts)
+
+
+def package_versions() -> dict[str, str]:
+    """Installed versions of the packages that determine the release's bytes."""
+    out = {"python": platform.python_version()}
+    for name in VERSIONED_PACKAGES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = __version__ if name == "sdc-pipeline" else "not installed"
+    return out
+
+
+def write_json(path: Path, obj: dict) -> Path:
+    """Write ``obj`` as indented, key-sorted JSON."""
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    return path
+
+
+def _json_default(o):
+    """JSON encoding for numpy scalars and paths."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
+
+
+def manifest(spec: ReleaseSpec, out_dir: Path, row_counts: dict[str, int]) -> dict:
+    """Spec hash, seed, package versions, row counts and a SHA-256 per output file (manifest.json excluded)."""
+    return {
+        "spec_name": spec.name,
+        "spec_hash": spec.spec_hash(),
+        "seed": spec.seed,
+        "packages": package_versions(),
+        "row_counts": row_counts,
+        "files": {k: v for k, v in tree_checksums(out_dir).items() if k != "manifest.json"},
+    }
+
+
+def remove_tree(path: Path) -> None:
+    """Delete a directory tree if it exists."""
+    if path.exists():
+        shutil.rmtree(path)
+
+
+@dataclass
+class StepPaths:
+    """Where each step writes inside the release's temporary directory."""
+
+    root: Path
+
+    def step(self, i: int, last: bool) -> Path:
+        """Output path of step ``i`` (the last step writes the published masked/ dataset)."""
+        return self.root / MASKED_DIR if last else self.root / WORK_DIR / f"step-{i:02d}"
+
+
+def ru_points(label: str, metrics: dict) -> list[dict]:
+    """The release's point on the R-U map: IL against the disclosure risk (DLD + ID) / 2
+    (statistical_databases_survey.txt, R-U maps; risk as in the score's (DLD, ID) half)."""
+    if not all(k in metrics for k in ("IL", "DLD", "ID")):
+        return []
+    return [{"label": label, "il": metrics["IL"], "dr": (metrics["DLD"] + metrics["ID"]) / 2}]

@@ -1,0 +1,198 @@
+"""The release specification: a validated YAML document describing one protected release."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from sdc_tasks.masking.registry import METHODS, validate_params
+
+METRIC_FAMILIES = ("il", "dld", "id")
+
+
+class SpecError(ValueError):
+    """An invalid release spec; the message names the field at fault."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class InputSpec(_Strict):
+    """Where the original file is and how to read it."""
+
+    path: str = Field(description="CSV file, Parquet file or Parquet dataset directory; relative to the spec file")
+    format: Literal["auto", "csv", "parquet"] = "auto"
+
+
+class VariableRoles(_Strict):
+    """The role of each column in the release."""
+
+    direct_identifiers: list[str] = Field(default_factory=list, description="dropped from the release")
+    key: list[str] = Field(default_factory=list, description="key variables an intruder may link on, in order")
+    continuous: list[str] = Field(description="continuous variables to mask and evaluate")
+    strata: str | None = Field(default=None, description="categorical column; masking runs within each stratum")
+
+    @model_validator(mode="after")
+    def _disjoint(self) -> "VariableRoles":
+        clash = set(self.direct_identifiers) & (set(self.continuous) | set(self.key))
+        if clash:
+            raise ValueError(f"direct identifiers {sorted(clash)} cannot also be key or continuous variables")
+        if len(set(self.continuous)) != len(self.continuous):
+            raise ValueError("continuous lists a variable twice")
+        if not self.continuous:
+            raise ValueError("continuous must name at least one variable")
+        return self
+
+
+class StepSpec(_Strict):
+    """One masking step: a method, its parameters and the variables it masks (default: all continuous)."""
+
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    variables: list[str] | None = None
+
+    @field_validator("method")
+    @classmethod
+    def _known_method(cls, v: str) -> str:
+        if v not in METHODS:
+            raise ValueError(f"unknown method {v!r}; known: {', '.join(sorted(METHODS))}")
+        return v
+
+    @model_validator(mode="after")
+    def _params(self) -> "StepSpec":
+        self.params = validate_params(self.method, self.params)
+        return self
+
+
+class GateSpec(_Strict):
+    """Release gate: a risk measure above its limit refuses the release."""
+
+    max: dict[str, float] = Field(default_factory=dict, description="metric key -> largest allowed value")
+    min_group_size: int | None = Field(default=None, ge=2, description="microaggregation steps must use k >= this")
+
+
+class OutputSpec(_Strict):
+    """Where the release is written."""
+
+    dir: str = Field(description="output directory, relative to the spec file; created atomically")
+    overwrite: bool = False
+
+
+class DaskSpec(_Strict):
+    """The Dask cluster: a LocalCluster with N workers, or an existing scheduler by address."""
+
+    address: str | None = None
+    workers: int = Field(default=2, ge=1)
+    threads_per_worker: int = Field(default=1, ge=1)
+    memory_limit: str = "auto"
+
+
+class ReleaseSpec(_Strict):
+    """A whole release: input, roles, ordered masking steps, metrics, gate, output, seed and cluster."""
+
+    name: str = "release"
+    input: InputSpec
+    id_column: str = "record_id"
+    create_id: bool = Field(default=False, description="add id_column as the row position when the input has none")
+    variables: VariableRoles
+    steps: list[StepSpec] = Field(min_length=1)
+    metrics: list[Literal["il", "dld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
+    max_key_vars: int = Field(default=7, ge=1, description="DLD uses the first min(len(key), max_key_vars) keys")
+    gate: GateSpec = Field(default_factory=GateSpec)
+    output: OutputSpec
+    seed: int = Field(default=0, ge=0)
+    dask: DaskSpec = Field(default_factory=DaskSpec)
+    base_dir: str = Field(default=".", exclude=True, description="directory relative paths resolve against")
+
+    @model_validator(mode="after")
+    def _steps_use_known_variables(self) -> "ReleaseSpec":
+        for i, step in enumerate(self.steps):
+            for v in step.variables or []:
+                if v not in self.variables.continuous:
+                    raise ValueError(f"steps.{i}.variables: {v!r} is not listed in variables.continuous")
+        if self.gate.min_group_size is not None:
+            for i, step in enumerate(self.steps):
+                k = step.params.get("k")
+                if k is not None and k < self.gate.min_group_size:
+                    raise ValueError(
+                        f"steps.{i}.params.k = {k} is below gate.min_group_size = {self.gate.min_group_size}"
+                    )
+        if self.id_column in self.variables.continuous:
+            raise ValueError(f"id_column {self.id_column!r} cannot be a continuous variable")
+        return self
+
+    def resolve(self, path: str) -> Path:
+        """Return ``path`` resolved against the spec's directory."""
+        p = Path(path).expanduser()
+        return p if p.is_absolute() else (Path(self.base_dir) / p).resolve()
+
+    @property
+    def input_path(self) -> Path:
+        """The original file's resolved path."""
+        return self.resolve(self.input.path)
+
+    @property
+    def output_dir(self) -> Path:
+        """The release directory's resolved path."""
+        return self.resolve(self.output.dir)
+
+    @property
+    def linkage_keys(self) -> list[str]:
+        """Key variables used for distance linkage (first max_key_vars; default all continuous ones)."""
+        keys = self.variables.key or self.variables.continuous
+        return keys[: self.max_key_vars]
+
+    def step_variables(self, i: int) -> list[str]:
+        """The variables masked by step ``i``."""
+        return self.steps[i].variables or list(self.variables.continuous)
+
+    def spec_hash(self) -> str:
+        """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved)."""
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def _field_errors(exc: ValidationError) -> str:
+    """Return one line per pydantic error, each naming its dotted field path."""
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(x) for x in err["loc"]) or "(spec)"
+        msg = err["msg"].removeprefix("Value error, ")
+        lines.append(f"spec field '{loc}': {msg}")
+    return "\n".join(lines)
+
+
+def parse_spec(data: dict[str, Any], base_dir: str | Path = ".") -> ReleaseSpec:
+    """Return the validated spec for a mapping; raise SpecError naming each bad field."""
+    if not isinstance(data, dict):
+        raise SpecError("a release spec must be a YAML mapping at the top level")
+    try:
+        return ReleaseSpec.model_validate({**data, "base_dir": str(base_dir)})
+    except ValidationError as exc:
+        raise SpecError(_field_errors(exc)) from None
+
+
+def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> ReleaseSpec:
+    """Return the validated spec read from a YAML file, with optional top-level overrides merged in."""
+    p = Path(path)
+    if not p.is_file():
+        raise SpecError(f"spec file not found: {p}")
+    try:
+        data = yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise SpecError(f"spec file {p} is not valid YAML: {exc}") from None
+    if not isinstance(data, dict):
+        raise SpecError(f"spec file {p} must hold a YAML mapping")
+    for dotted, value in (overrides or {}).items():
+        node = data
+        *parents, leaf = dotted.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+        node[leaf] = value
+    return parse_spec(data, base_dir=p.resolve().parent)
