@@ -122,7 +122,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     pair_parts = pairs.to_delayed()
     mo_d = moments_graph(original, cols)
     mm_d = moments_graph(masked, cols)
-    counts_d = [frame.map_partitions(len).sum() for frame in (original, masked, pairs)]
+    counts_d = [dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
+                for frame in (original, masked, pairs)]
     mo, mm, n, n_masked, n_pairs = dask.compute(mo_d, mm_d, *counts_d)
     if n == 0 or n_masked == 0:
         raise InputError("cannot evaluate an empty file: the original has %d and the masked file %d records"

@@ -1,0 +1,134 @@
+"""Masking steps on Dask collections: properties of blocked MDAV and rank swapping, and reproducibility
+across partition counts and worker counts."""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_tasks.generate import census_model, synthetic_chunk
+from sdc_tasks.masking.apply import StepContext, apply_step
+from sdc_tasks.masking.mdav import microaggregate_block
+from sdc_tasks.masking.registry import validate_params
+
+VARS = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX"]
+
+
+@pytest.fixture(scope="module")
+def synthetic(census) -> pd.DataFrame:
+    """2,000 Census-like records with 3 strata, ids in shuffled order."""
+    df = synthetic_chunk(census_model(census.drop(columns="record_id")), 2000, seed=5, chunk_index=0,
+                         first_id=1000, strata=3)
+    return df.sample(frac=1.0, random_state=1).reset_index(drop=True)
+
+
+def masked(df: pd.DataFrame, method: str, params: dict, nparts: int, strata: str | None = None,
+           variables=VARS, seed: int = 11) -> pd.DataFrame:
+    """Run one step on ``df`` split into ``nparts`` partitions and return the result in input row order."""
+    ddf = dd.from_pandas(df, npartitions=nparts, sort=False)
+    result = apply_step(ddf, method, variables, validate_params(method, params),
+                        StepContext(seed=seed, step=0, id_column="record_id", strata=strata))
+    out = result.frame.compute().reset_index(drop=True)
+    return out
+
+
+def group_sizes(out: pd.DataFrame, columns: list[str]) -> np.ndarray:
+    """Sizes of the sets of records sharing one masked tuple (= MDAV groups for continuous data)."""
+    return out.groupby(columns).size().to_numpy()
+
+
+@pytest.mark.parametrize("group_size", [None, 3])
+def test_blocked_mdav_groups_at_least_k_and_means_preserved(synthetic, sync_dask, group_size):
+    k = 4
+    out = masked(synthetic, "mdav", {"k": k, "block_size": 150, "group_size": group_size}, nparts=5)
+    assert out["record_id"].tolist() == synthetic["record_id"].tolist()
+    attr_groups = [VARS] if group_size is None else [VARS[:3], VARS[3:]]
+    for cols in attr_groups:
+        sizes = group_sizes(out, cols)
+        assert sizes.min() >= k
+    np.testing.assert_allclose(out[VARS].mean(), synthetic[VARS].mean(), rtol=1e-12)
+    pd.testing.assert_series_equal(out["stratum"], synthetic["stratum"])
+    assert (out[VARS] != synthetic[VARS]).to_numpy().mean() > 0.9
+
+
+def test_blocked_mdav_does_not_depend_on_partitions(synthetic, sync_dask):
+    params = {"k": 3, "block_size": 200}
+    reference = masked(synthetic, "mdav", params, nparts=1)
+    for nparts in (2, 7):
+        pd.testing.assert_frame_equal(masked(synthetic, "mdav", params, nparts=nparts), reference)
+
+
+def test_mdav_single_block_equals_global_kernel(census, sync_dask):
+    """With one block the step is exactly the survey's MDAV on the whole file (standardized globally)."""
+    cols = [c for c in census.columns if c != "record_id"]
+    out = masked(census, "mdav", {"k": 3, "group_size": 3}, nparts=3, variables=cols)
+    x = census[cols].to_numpy(np.float64)
+    expected = microaggregate_block(x, 3, x.mean(axis=0), x.std(axis=0), 3)
+    np.testing.assert_array_equal(out[cols].to_numpy(), expected)
+    assert group_sizes(out, cols[:3]).min() == 3 and len(census) % 3 == 0
+
+
+def test_mdav_within_strata_keeps_strata_apart(synthetic, sync_dask):
+    out = masked(synthetic, "mdav", {"k": 3, "block_size": 100}, nparts=3, strata="stratum")
+    np.testing.assert_allclose(out.groupby("stratum", observed=True)[VARS].mean(),
+                               synthetic.groupby("stratum", observed=True)[VARS].mean(), rtol=1e-12)
+    for _, part in out.groupby("stratum", observed=True):
+        assert group_sizes(part, VARS).min() >= 3
+
+
+def test_mdav_stratum_smaller_than_k_is_refused(synthetic, sync_dask):
+    tiny = synthetic.copy()
+    tiny.loc[:1, "stratum"] = "s00"
+    tiny["stratum"] = tiny["stratum"].astype(str)
+    tiny.loc[tiny.index[:2], "stratum"] = "lonely"
+    with pytest.raises(ValueError, match="lonely"):
+        masked(tiny, "mdav", {"k": 3}, nparts=2, strata="stratum")
+
+
+@pytest.mark.parametrize("strata", [None, "stratum"])
+def test_rank_swap_is_a_bounded_permutation_of_each_column(synthetic, sync_dask, strata):
+    p = 5
+    out = masked(synthetic, "rankswap", {"p": p}, nparts=4, strata=strata)
+    scopes = [synthetic.index] if strata is None else [g.index for _, g in synthetic.groupby(strata, observed=True)]
+    for idx in scopes:
+        n = len(idx)
+        bound = (n * p) // 100
+        for v in VARS:
+            orig = synthetic.loc[idx, v].to_numpy()
+            new = out.loc[idx, v].to_numpy()
+            np.testing.assert_array_equal(np.sort(orig), np.sort(new))
+            order = np.lexsort((synthetic.loc[idx, "record_id"].to_numpy(), orig))
+            rank_of_value = {val: r for r, val in enumerate(orig[order])}
+            ranks = np.empty(n, dtype=np.int64)
+            ranks[order] = np.arange(n)
+            displacement = np.abs(np.array([rank_of_value[val] for val in new]) - ranks)
+            assert displacement.max() <= bound
+            assert (new != orig).mean() > 0.8
+
+
+def test_rank_swap_reproducible_and_seed_sensitive(synthetic, sync_dask):
+    a = masked(synthetic, "rankswap", {"p": 10}, nparts=1)
+    pd.testing.assert_frame_equal(masked(synthetic, "rankswap", {"p": 10}, nparts=6), a)
+    assert not masked(synthetic, "rankswap", {"p": 10}, nparts=1, seed=12).equals(a)
+
+
+def test_same_release_on_one_and_two_workers(synthetic):
+    """Bit-identical masked values on a 1-worker and a 2-worker LocalCluster."""
+    from sdc_tasks.cluster import dask_client
+
+    results = []
+    for workers in (1, 2):
+        with dask_client(workers=workers):
+            results.append((masked(synthetic, "mdav", {"k": 3, "block_size": 300}, nparts=4),
+                            masked(synthetic, "rankswap", {"p": 15}, nparts=3)))
+    for a, b in zip(*results):
+        pd.testing.assert_frame_equal(a, b)
+
+
+def test_input_frame_is_not_modified(synthetic, sync_dask):
+    before = synthetic.copy()
+    masked(synthetic, "mdav", {"k": 3, "block_size": 200}, nparts=3)
+    masked(synthetic, "rankswap", {"p": 10}, nparts=3)
+    pd.testing.assert_frame_equal(synthetic, before)

@@ -1,0 +1,140 @@
+"""The Prefect release flow end to end on the Census file: outputs, gate, atomicity and reruns."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+
+from sdc_tasks.generate import bundled_path
+from sdc_tasks.io import tree_checksums
+from sdc_tasks.release import GateRefused
+
+pytestmark = pytest.mark.usefixtures("prefect_harness")
+
+
+def write_spec(tmp_path: Path, **changes) -> Path:
+    """The bundled demo spec with absolute input path, output under tmp_path and the given top-level changes."""
+    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
+    spec["input"]["path"] = str(bundled_path("census.csv"))
+    spec["output"] = {"dir": str(tmp_path / "release"), "overwrite": False}
+    spec.update(changes)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+def run(spec_path: Path, **kw):
+    from flows.release import release
+
+    return release(str(spec_path), **kw)
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    """One published demo release (module-scoped: the flow takes a few seconds)."""
+    tmp = tmp_path_factory.mktemp("published")
+    summary = run(write_spec(tmp))
+    return tmp / "release", summary
+
+
+def test_release_writes_every_output(published, census):
+    out, summary = published
+    names = {p.name for p in out.iterdir()}
+    assert names == {"masked", "metrics.json", "report.md", "report.html", "ru_map.png", "manifest.json"}
+    masked = pd.read_parquet(out / "masked").sort_values("record_id").reset_index(drop=True)
+    assert list(masked.columns) == list(census.columns)
+    assert len(masked) == 1080
+    assert masked["record_id"].tolist() == census["record_id"].tolist()
+    variables = [c for c in census.columns if c != "record_id"]
+    for i in range(0, 13, 3):
+        sizes = masked.groupby(variables[i:i + 3]).size()
+        assert sizes.min() >= 3
+    np.testing.assert_allclose(masked[variables].mean(), census[variables].mean(), rtol=1e-12)
+
+
+def test_metrics_json_has_metrics_md_keys(published):
+    out, summary = published
+    metrics = json.loads((out / "metrics.json").read_text())
+    for key in ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "DLD", "ID", "score_simple", "SDID",
+                *[f"DLD_{i}" for i in range(1, 8)], *[f"DLD2_{i}" for i in range(1, 8)],
+                *[f"ID_{p}" for p in range(1, 11)]]:
+        assert isinstance(metrics[key], float), key
+    assert metrics["IL2"] < 1e-9  # microaggregation preserves means
+    assert metrics["score_simple"] == pytest.approx(0.5 * metrics["IL"] + 0.25 * metrics["DLD"]
+                                                    + 0.25 * metrics["ID"])
+    assert metrics["n"] == metrics["n_masked"] == 1080
+    assert summary["gate"]["passed"] and summary["gate"]["published"]
+
+
+def test_manifest_checksums_match_files(published):
+    out, _ = published
+    manifest = json.loads((out / "manifest.json").read_text())
+    actual = {k: v for k, v in tree_checksums(out).items() if k != "manifest.json"}
+    assert manifest["files"] == actual
+    assert any(k.startswith("masked/") for k in actual)
+    assert manifest["row_counts"] == {"original": 1080, "masked": 1080}
+    assert manifest["seed"] == 20261123 and len(manifest["spec_hash"]) == 64
+    assert manifest["packages"]["dask"]
+
+
+def test_report_says_published_and_holds_no_record_values(published, census):
+    out, _ = published
+    text = (out / "report.md").read_text()
+    assert "PUBLISHED" in text and "ru_map.png" in text
+    html = (out / "report.html").read_text()
+    assert "<img" in html
+    for value in census["AFNLWGT"].head(50):
+        assert str(value) not in text
+
+
+def test_rerun_gives_identical_files(published, tmp_path):
+    out, _ = published
+    run(write_spec(tmp_path))
+    first = {k: v for k, v in tree_checksums(out).items() if k.startswith("masked/")}
+    second = {k: v for k, v in tree_checksums(tmp_path / "release").items() if k.startswith("masked/")}
+    assert first == second
+
+
+def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path):
+    spec = write_spec(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0}})
+    with pytest.raises(GateRefused, match=r"DLD = [0-9.]+ > limit 1"):
+        run(spec)
+    out = tmp_path / "release"
+    assert not (out / "masked").exists()
+    assert "REFUSED" in (out / "report.md").read_text()
+    assert json.loads((out / "manifest.json").read_text())["row_counts"]["masked"] == 0
+
+
+def test_bad_input_leaves_no_output(tmp_path):
+    spec = write_spec(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"]})
+    with pytest.raises(Exception, match="NOPE"):
+        run(spec)
+    assert not (tmp_path / "release").exists()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
+
+
+def test_rank_swap_release_with_dropped_identifier(tmp_path, census):
+    data = census.copy()
+    data["name"] = [f"person-{i}" for i in range(len(data))]
+    src = tmp_path / "with_names.csv"
+    data.to_csv(src, index=False)
+    spec = write_spec(
+        tmp_path,
+        input={"path": str(src), "format": "csv"},
+        create_id=False,
+        variables={"direct_identifiers": ["name"], "key": ["FEDTAX", "AGI"],
+                   "continuous": ["FEDTAX", "AGI", "PTOTVAL"]},
+        steps=[{"method": "rankswap", "params": {"p": 10}}],
+        gate={"max": {"ID": 95.0}},
+    )
+    run(spec)
+    masked = pd.read_parquet(tmp_path / "release" / "masked")
+    assert "name" not in masked.columns
+    for v in ("FEDTAX", "AGI", "PTOTVAL"):
+        assert sorted(masked[v]) == sorted(census[v].astype(float))
+    assert (masked["POTHVAL"].to_numpy() == census["POTHVAL"].to_numpy()).all()

@@ -1,0 +1,107 @@
+"""The release spec: validation errors name the field at fault; defaults and overrides."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from sdc_tasks.generate import bundled_path
+from sdc_tasks.spec import SpecError, load_spec, parse_spec
+
+BASE = {
+    "input": {"path": "census.csv"},
+    "variables": {"continuous": ["A", "B"], "key": ["A"]},
+    "steps": [{"method": "mdav", "params": {"k": 3}}],
+    "output": {"dir": "out"},
+}
+
+
+def with_(path: str, value):
+    """A copy of BASE with one dotted field replaced."""
+    import copy
+
+    data = copy.deepcopy(BASE)
+    node = data
+    *parents, leaf = path.split(".")
+    for part in parents:
+        node = node[int(part)] if part.isdigit() else node.setdefault(part, {})
+    node[leaf] = value
+    return data
+
+
+def test_bundled_demo_spec_is_valid():
+    spec = load_spec(bundled_path("demo.yaml"))
+    assert spec.steps[0].method == "mdav" and spec.steps[0].params["k"] >= 3
+    assert spec.input_path.is_file()
+    assert spec.linkage_keys[0] == "FEDTAX" and len(spec.linkage_keys) == 7
+
+
+def test_defaults_filled_in():
+    spec = parse_spec(BASE)
+    assert spec.steps[0].params == {"k": 3, "group_size": None, "block_size": 10_000}
+    assert spec.metrics == ["il", "dld", "id"]
+    assert spec.dask.workers == 2 and spec.dask.address is None
+    assert spec.step_variables(0) == ["A", "B"]
+
+
+@pytest.mark.parametrize(
+    "field, value, expected",
+    [
+        ("steps.0.params.k", 1, "spec field 'steps.0': parameter 'k' of mdav"),
+        ("steps.0.method", "nope", "steps.0.method"),
+        ("steps.0.params", {"k": 3, "bogus": 1}, "bogus"),
+        ("seed", -1, "seed"),
+        ("dask.workers", 0, "dask.workers"),
+        ("variables.continuous", [], "variables"),
+        ("output", {}, "output.dir"),
+    ],
+)
+def test_errors_name_the_field(field, value, expected):
+    with pytest.raises(SpecError) as err:
+        parse_spec(with_(field, value))
+    assert expected in str(err.value)
+
+
+def test_rankswap_p_out_of_range_names_p():
+    data = with_("steps", [{"method": "rankswap", "params": {"p": 150}}])
+    with pytest.raises(SpecError, match="'p'"):
+        parse_spec(data)
+
+
+def test_step_variable_must_be_continuous():
+    data = with_("steps", [{"method": "rankswap", "params": {"p": 5}, "variables": ["C"]}])
+    with pytest.raises(SpecError, match="steps.0.variables"):
+        parse_spec(data)
+
+
+def test_gate_min_group_size_checks_k():
+    data = with_("gate", {"min_group_size": 5})
+    with pytest.raises(SpecError, match="min_group_size"):
+        parse_spec(data)
+
+
+def test_unknown_top_level_field_rejected():
+    with pytest.raises(SpecError, match="colour"):
+        parse_spec({**BASE, "colour": "blue"})
+
+
+def test_load_spec_resolves_paths_and_overrides(tmp_path):
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(BASE))
+    spec = load_spec(tmp_path / "spec.yaml", {"output.dir": "/abs/out", "dask.workers": 4})
+    assert spec.input_path == (tmp_path / "census.csv").resolve()
+    assert str(spec.output_dir) == "/abs/out"
+    assert spec.dask.workers == 4
+
+
+def test_spec_hash_is_stable_and_sensitive():
+    a, b = parse_spec(BASE), parse_spec(BASE)
+    assert a.spec_hash() == b.spec_hash()
+    assert parse_spec(with_("seed", 7)).spec_hash() != a.spec_hash()
+
+
+def test_bad_yaml_and_missing_file(tmp_path):
+    with pytest.raises(SpecError, match="not found"):
+        load_spec(tmp_path / "missing.yaml")
+    (tmp_path / "bad.yaml").write_text("a: [1, 2\n")
+    with pytest.raises(SpecError, match="not valid YAML"):
+        load_spec(tmp_path / "bad.yaml")
