@@ -70,8 +70,8 @@ def release_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
 @app.command("evaluate")
 def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or Parquet)"),
                  masked: Path = typer.Option(..., help="masked file (CSV or Parquet)"),
-                 id_col: str = typer.Option("record_id", help="id column pairing the records; if neither file "
-                                            "has it, records are paired by row position"),
+                 id_col: str = typer.Option("record_id", help="id column pairing the records; a file without "
+                                            "it gets ids from its row positions (0-based)"),
                  vars: Optional[str] = typer.Option(None, help="variables, comma-separated (default: all shared "
                                                     "numeric columns)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "

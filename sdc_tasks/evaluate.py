@@ -43,17 +43,10 @@ def _positions(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
 
 
 def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
-    """Return (original, masked, id column): both files keep ``id_col`` if they have it; if neither has it,
-    records are paired by row position (an id column is created in both)."""
-    frames = [f for f in (original, masked) if f is not None]
-    has = [id_col in f.columns for f in frames]
-    if all(has):
-        return original, masked, id_col
-    if any(has):
-        which = "original" if not has[0] else "masked"
-        raise InputError(f"the {which} file has no id column {id_col!r} but the other file has one")
-    created = [_positions(f, id_col) for f in frames]
-    return created[0], (created[1] if masked is not None else None), id_col
+    """Return (original, masked, id column) where a file lacking ``id_col`` gets it from its row positions
+    (0-based, as ``sdc mask`` creates it), so files without ids are paired by row position."""
+    fill = [None if f is None or id_col in f.columns else _positions(f, id_col) for f in (original, masked)]
+    return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
 
 
 def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dd.DataFrame:
