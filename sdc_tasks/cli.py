@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -32,6 +33,7 @@ def _split(csv: Optional[str]) -> Optional[list[str]]:
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
                  overwrite: Optional[bool]) -> None:
     """Run the Prefect release flow and report the outcome on the terminal."""
+    os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from flows.release import release
     from sdc_tasks.release import GateRefused
 
@@ -50,7 +52,7 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
 @app.command()
 def demo(out: Path = typer.Option(Path("sdc-demo-output"), help="output directory"),
          workers: int = typer.Option(2, help="Dask workers of the local cluster")) -> None:
-    """Run the release flow on the bundled Census file with the bundled spec (MDAV, k = 3, 3 attributes)."""
+    """Run the release flow on the bundled Census file with the bundled spec (MDAV, k = 7, 3 attributes at a time)."""
     from sdc_tasks.generate import bundled_path
 
     _run_release(str(bundled_path("demo.yaml")), out.resolve(), None, workers, True)

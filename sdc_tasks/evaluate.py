@@ -111,7 +111,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     check_columns(original, [id_col, *variables, *key_vars], "original file")
     check_columns(masked, [id_col, *variables, *key_vars], "masked file")
     cols = list(dict.fromkeys([*variables, *key_vars]))
-    pairs = paired(original, masked, id_col, cols)
+    pairs = paired(original, masked, id_col, cols).persist()
     pair_parts = pairs.to_delayed()
     mo_d = moments_graph(original, cols)
     mm_d = moments_graph(masked, cols)

@@ -14,9 +14,27 @@ TIE_RTOL = 1e-9
 
 
 def exact_distances(points: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Euclidean distances computed one fixed way, so that equal distances compare equal (ties are exact)."""
-    d = points - rows
-    return np.sqrt(np.einsum("...j,...j->...", d, d))
+    """Euclidean distances over the last axis, computed one fixed way whatever the memory layout.
+
+    The squares are summed left to right by elementwise operations (einsum's summation order depends on the
+    strides: Fortran-ordered inputs, as pandas hands them out, gave other last bits than C-ordered ones, so a
+    record could come out strictly closer to its masked record than itself).
+    """
+    d = np.asarray(points, dtype=np.float64) - np.asarray(rows, dtype=np.float64)
+    sq = np.zeros(d.shape[:-1])
+    for j in range(d.shape[-1]):
+        sq = sq + d[..., j] * d[..., j]
+    return np.sqrt(sq)
+
+
+def _closer_tied(d: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Counts over the last axis of distances strictly below ``d_own`` and equal to it, equal meaning within
+    TIE_RTOL relative: standardizing (x - mean) / sd rounds differently for different x (and the mean's last
+    bits depend on the partitioning), so distances that are equal on the raw data are only equal to rounding."""
+    tol = TIE_RTOL * d_own
+    closer = (d < d_own - tol).sum(axis=-1)
+    tied = (np.abs(d - d_own) <= tol).sum(axis=-1)
+    return closer, tied
 
 
 def linkage_credit(closer: np.ndarray, tied: np.ndarray, position: int) -> np.ndarray:
@@ -35,16 +53,16 @@ def _rank_counts_fallback(tree: cKDTree, masked: np.ndarray, d_own: np.ndarray) 
     closer = np.empty(len(masked), dtype=np.int64)
     tied = np.empty(len(masked), dtype=np.int64)
     for i, (q, r) in enumerate(zip(masked, d_own)):
-        idx = tree.query_ball_point(q, r * (1 + TIE_RTOL) + 1e-300)
+        idx = tree.query_ball_point(q, r * (1 + 2 * TIE_RTOL) + 1e-300)
         d = exact_distances(tree.data[idx], q)
-        closer[i] = int((d < r).sum())
-        tied[i] = int((d == r).sum())
+        closer[i], tied[i] = _closer_tied(d, r)
     return closer, tied
 
 
 def linkage_counts(tree: cKDTree, masked: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each masked record: how many originals are strictly nearer than its own original, and how many
-    (own included) are exactly as near. Only counts 0, 1 and 2 matter for DLD/DLD2; larger counts are capped.
+    (own included) are as near (to TIE_RTOL relative). Only counts 0, 1 and 2 matter for DLD/DLD2; larger
+    counts are capped.
 
     Distance-based record linkage, sdc_methods_comparison_chapter.txt sec. 3; both inputs already standardized.
     """
@@ -53,9 +71,8 @@ def linkage_counts(tree: cKDTree, masked: np.ndarray, own: np.ndarray) -> tuple[
     _, idx = tree.query(masked, k=kk)
     idx = idx.reshape(len(masked), kk)
     d_nn = exact_distances(tree.data[idx], masked[:, None, :])
-    closer = (d_nn < d_own[:, None]).sum(axis=1)
-    tied = (d_nn == d_own[:, None]).sum(axis=1)
-    undecided = (d_nn.max(axis=1) <= d_own * (1 + TIE_RTOL)) & (closer < 2) & (kk < tree.n)
+    closer, tied = _closer_tied(d_nn, d_own[:, None])
+    undecided = (d_nn.max(axis=1) <= d_own * (1 + 2 * TIE_RTOL)) & (closer < 2) & (kk < tree.n)
     if undecided.any():
         closer_f, tied_f = _rank_counts_fallback(tree, masked[undecided], d_own[undecided])
         closer[undecided], tied[undecided] = closer_f, tied_f
