@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 from sdc_tasks import __version__
 from sdc_tasks import release as R
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.io import atomic_output_dir, read_table
+from sdc_tasks.io import atomic_output_dir, parquet_row_counts
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.report import metrics_table_rows, render_markdown, write_report
 from sdc_tasks.spec import ReleaseSpec, load_spec
@@ -26,39 +26,50 @@ from sdc_tasks.spec import ReleaseSpec, load_spec
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
-@task(name="validate", **STAGE)
+@task(name="validate", task_run_name="validate", **STAGE)
 def validate(spec: ReleaseSpec) -> dict:
     """Check the original file against the spec."""
     return R.validate_input(spec)
 
 
+@task(name="block", task_run_name="block step {i}", retries=1, retry_delay_seconds=5, **STAGE)
+def block(spec: ReleaseSpec, i: int, previous: str | None, work: str) -> dict:
+    """Partition step ``i``'s records into data-driven blocks."""
+    return R.block_stage(spec, i, previous, Path(work))
+
+
 @task(name="mask step", task_run_name="mask step {i}: {method}", retries=1, retry_delay_seconds=5, **STAGE)
-def mask(spec: ReleaseSpec, i: int, method: str, source: str | None, target: str) -> dict:
-    """Apply masking step ``i`` to the original (step 0) or to the previous step's Parquet output."""
-    frame = R.published_frame(spec, R.load_original(spec)) if source is None else read_table(source, "parquet")
-    return R.mask_step(spec, i, frame, Path(target))
+def mask(spec: ReleaseSpec, i: int, method: str, previous: str | None, work: str) -> dict:
+    """Run masking step ``i`` per block or per scope."""
+    return R.mask_stage(spec, i, previous, Path(work))
 
 
-@task(name="evaluate information loss", **STAGE)
+@task(name="write", task_run_name="write step {i}", retries=1, retry_delay_seconds=5, **STAGE)
+def write(spec: ReleaseSpec, i: int, previous: str | None, work: str, target: str) -> dict:
+    """Write step ``i``'s output in input order (the last step writes masked/)."""
+    return R.write_stage(spec, i, previous, Path(work), Path(target))
+
+
+@task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
 def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
     """IL1..IL5 and IL of the masked dataset."""
     return R.evaluate_release(spec, Path(masked), ("il",))
 
 
-@task(name="evaluate disclosure risk", **STAGE)
+@task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
 def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
     """DLD and interval disclosure of the masked dataset."""
     families = tuple(f for f in spec.metrics if f != "il")
     return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 
-@task(name="gate", **STAGE)
+@task(name="gate", task_run_name="gate", **STAGE)
 def gate(spec: ReleaseSpec, metrics: dict) -> dict:
     """The release gate's decision."""
     return R.gate_decision(spec, metrics)
 
 
-@task(name="report", **STAGE)
+@task(name="report", task_run_name="report", **STAGE)
 def report(spec: ReleaseSpec, root: str, summary: dict, row_counts: dict) -> dict:
     """Write metrics.json, report.md, report.html, the R-U map and manifest.json; publish UI artifacts."""
     out = Path(root)
@@ -103,14 +114,19 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
         times["validate"] = perf_counter() - t
         log.info("validated %d records in %d partitions", facts["n_records"], facts["partitions"])
         paths = R.StepPaths(tmp)
-        steps, source = [], None
+        steps, previous = [], None
         for i, step in enumerate(spec.steps):
             t = perf_counter()
-            target = paths.step(i, last=i == len(spec.steps) - 1)
-            steps.append(mask(spec, i, step.method, source, str(target)))
-            times[f"mask step {i}"] = perf_counter() - t
-            log.info("step %d (%s) done: %d blocks", i, step.method, steps[-1]["blocks"])
-            source = str(target)
+            work, target = str(paths.work(i)), str(paths.output(i, last=i == len(spec.steps) - 1))
+            blocks = block(spec, i, previous, work)["blocks"] if R.needs_blocks(spec, i) else None
+            facts_i = mask(spec, i, step.method, previous, work)
+            facts_i["blocks"] = facts_i["blocks"] if blocks is None else blocks
+            n_written = write(spec, i, previous, work, target)["rows"]
+            facts_i["seconds"] = round(perf_counter() - t, 3)
+            steps.append(facts_i)
+            times[f"step {i} ({step.method})"] = perf_counter() - t
+            log.info("step %d (%s): %d blocks, %d records written", i, step.method, facts_i["blocks"], n_written)
+            previous = target
         masked = str(tmp / R.MASKED_DIR)
         t = perf_counter()
         metrics = evaluate_il(spec, masked) if "il" in spec.metrics else {}
@@ -122,7 +138,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
         times["evaluate disclosure risk"] = perf_counter() - t
         decision = gate(spec, metrics)
         published = decision["passed"]
-        n_masked = int(read_table(masked, "parquet").map_partitions(len).sum().compute())
+        n_masked = sum(parquet_row_counts(masked))
         if not published:
             log.warning(R.refusal_message(decision))
             R.remove_tree(tmp / R.MASKED_DIR)

@@ -29,6 +29,18 @@ def offsets_of(lengths: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
+SETTLED_DIGITS = 12
+
+
+def settled(x: np.ndarray, digits: int = SETTLED_DIGITS) -> np.ndarray:
+    """``x`` rounded to ``digits`` significant digits, so that statistics merged in a different order (another
+    partitioning) give bit-identical values before they steer sorting or standardization."""
+    x = np.asarray(x, dtype=np.float64)
+    mag = np.where(x != 0, np.floor(np.log10(np.abs(np.where(x != 0, x, 1.0)))), 0.0)
+    scale = 10.0 ** (digits - 1 - mag)
+    return np.round(x * scale) / scale
+
+
 def principal_axis(m: Moments) -> np.ndarray:
     """First principal component of the correlation matrix (sign fixed: largest loading positive).
 

@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file, read_table
+from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file, read_table, write_parquet
 from sdc_tasks.spec import SpecError
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
@@ -120,7 +120,6 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.evaluate import with_pairing_ids
     from sdc_tasks.masking.apply import StepContext, apply_step
     from sdc_tasks.masking.registry import parse_cli_params, validate_params
-    from sdc_tasks.release import write_parquet
 
     try:
         params = validate_params(method, parse_cli_params(param))

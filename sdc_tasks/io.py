@@ -60,6 +60,25 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     return ddf
 
 
+def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
+    """Write a Dask DataFrame as a Parquet dataset: one file per partition, deterministic names, no index.
+
+    ``path`` is a directory this run owns (a stage's scratch or output): anything already there, such as
+    the files of a failed attempt that is being retried, is removed first.
+    """
+    if Path(path).exists():
+        shutil.rmtree(path)
+    ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
+                   write_metadata_file=False)
+
+
+def parquet_row_counts(path: str | Path) -> list[int]:
+    """Rows of each file of a Parquet dataset written by ``write_parquet``, from the footers alone."""
+    import pyarrow.parquet as pq
+
+    return [pq.ParquetFile(f).metadata.num_rows for f in sorted(Path(path).glob("*.parquet"))]
+
+
 def read_table_pandas(path: str | Path, fmt: str = "auto") -> pd.DataFrame:
     """Return a small file as one pandas DataFrame (tests, bundled data)."""
     return read_table(path, fmt).compute().reset_index(drop=True)

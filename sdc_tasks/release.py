@@ -22,8 +22,8 @@ import pandas as pd
 from sdc_tasks import __version__
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.evaluate import check_columns, evaluate
-from sdc_tasks.io import InputError, read_table, tree_checksums
-from sdc_tasks.masking.apply import StepContext, apply_step
+from sdc_tasks.io import InputError, parquet_row_counts, read_table, tree_checksums, write_parquet
+from sdc_tasks.masking.apply import STAGES, StepContext, block_records, restore_order, scope_count
 from sdc_tasks.spec import ReleaseSpec
 
 MASKED_DIR = "masked"
@@ -113,28 +113,53 @@ def validate_input(spec: ReleaseSpec) -> dict:
     return {"n_records": n, "partitions": int(ddf.npartitions), "constant_variables": constant}
 
 
-def write_parquet(ddf: dd.DataFrame, path: Path) -> None:
-    """Write a Dask DataFrame as a Parquet dataset with deterministic file names and no index."""
-    ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
-                   write_metadata_file=False)
-
-
-def mask_step(spec: ReleaseSpec, i: int, source: dd.DataFrame, out_path: Path) -> dict:
-    """Run masking step ``i`` on ``source`` and write the result to ``out_path``; return facts for the report."""
-    step = spec.steps[i]
-    variables = spec.step_variables(i)
-    ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata)
-    t0 = perf_counter()
-    result = apply_step(source, step.method, variables, step.params, ctx)
-    write_parquet(result.frame, out_path)
-    return {"method": step.method, "params": dict(step.params), "variables": variables,
-            "blocks": result.blocks, "seconds": round(perf_counter() - t0, 3)}
-
-
-def published_frame(spec: ReleaseSpec, ddf: dd.DataFrame) -> dd.DataFrame:
-    """The original collection minus the direct identifiers (what the first step masks)."""
+def step_source(spec: ReleaseSpec, previous: str | None) -> dd.DataFrame:
+    """The input of a step: the original minus direct identifiers (first step) or the previous step's output."""
+    if previous is not None:
+        return read_table(previous, "parquet")
+    ddf = load_original(spec)
     drop = [c for c in spec.variables.direct_identifiers if c in ddf.columns]
     return ddf.drop(columns=drop) if drop else ddf
+
+
+def _step_args(spec: ReleaseSpec, i: int) -> tuple[str, list[str], dict, StepContext]:
+    """Method, variables, parameters and context of step ``i``."""
+    step = spec.steps[i]
+    ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata)
+    return step.method, spec.step_variables(i), step.params, ctx
+
+
+def needs_blocks(spec: ReleaseSpec, i: int) -> bool:
+    """Whether step ``i``'s method runs on data-driven blocks."""
+    return STAGES[spec.steps[i].method].blocked
+
+
+def block_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> dict:
+    """Stage 'block': write step ``i``'s input as block-aligned Parquet under ``work``."""
+    method, variables, params, ctx = _step_args(spec, i)
+    staged = block_records(step_source(spec, previous), variables, params, ctx)
+    write_parquet(staged.frame, work / "blocks")
+    return {"blocks": staged.blocks}
+
+
+def mask_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> dict:
+    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values."""
+    method, variables, params, ctx = _step_args(spec, i)
+    t0 = perf_counter()
+    source = step_source(spec, previous)
+    blocked = needs_blocks(spec, i)
+    frame = read_table(work / "blocks", "parquet") if blocked else source
+    write_parquet(STAGES[method].mask(frame, variables, params, ctx), work / "masked-values")
+    return {"method": method, "params": dict(params), "variables": variables,
+            "blocks": None if blocked else scope_count(source, ctx), "seconds": round(perf_counter() - t0, 3)}
+
+
+def write_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path, target: Path) -> dict:
+    """Stage 'write': put step ``i``'s masked values back in input order and write the step's output."""
+    _, variables, _, _ = _step_args(spec, i)
+    staged = restore_order(step_source(spec, previous), read_table(work / "masked-values", "parquet"), variables)
+    write_parquet(staged.frame, target)
+    return {"rows": int(sum(parquet_row_counts(target)))}
 
 
 def evaluate_release(spec: ReleaseSpec, masked_path: Path, families: tuple[str, ...]) -> dict:
@@ -213,9 +238,13 @@ class StepPaths:
 
     root: Path
 
-    def step(self, i: int, last: bool) -> Path:
-        """Output path of step ``i`` (the last step writes the published masked/ dataset)."""
-        return self.root / MASKED_DIR if last else self.root / WORK_DIR / f"step-{i:02d}"
+    def work(self, i: int) -> Path:
+        """Scratch directory of step ``i`` (blocks, masked values)."""
+        return self.root / WORK_DIR / f"step-{i:02d}"
+
+    def output(self, i: int, last: bool) -> Path:
+        """Output of step ``i``: the published masked/ dataset for the last step."""
+        return self.root / MASKED_DIR if last else self.work(i) / "output"
 
 
 def ru_points(label: str, metrics: dict) -> list[dict]:

@@ -138,3 +138,27 @@ def test_rank_swap_release_with_dropped_identifier(tmp_path, census):
     for v in ("FEDTAX", "AGI", "PTOTVAL"):
         assert sorted(masked[v]) == sorted(census[v].astype(float))
     assert (masked["POTHVAL"].to_numpy() == census["POTHVAL"].to_numpy()).all()
+
+
+def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, FlowRunFilter, FlowRunFilterId, TaskRunFilter
+    from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
+
+    from flows.release import release
+
+    state = release(str(write_spec(tmp_path)), return_state=True)
+    assert state.is_completed()
+    flow_run_id = state.state_details.flow_run_id
+    with get_client(sync_client=True) as client:
+        this_run = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        runs = client.read_task_runs(flow_run_filter=this_run,
+                                     sort=TaskRunSort.EXPECTED_START_TIME_ASC, limit=200)
+        artifacts = {a.key for a in client.read_artifacts(
+            artifact_filter=ArtifactFilter(), flow_run_filter=this_run, task_run_filter=TaskRunFilter(),
+            limit=200, offset=0, sort=ArtifactSort.CREATED_DESC)}
+    names = {r.name for r in runs}
+    assert {"validate", "block step 0", "mask step 0: mdav", "write step 0", "evaluate information loss",
+            "evaluate disclosure risk", "gate", "report"} <= names
+    assert all(r.state.is_completed() for r in runs)
+    assert {"release-report", "release-metrics"} <= artifacts
