@@ -36,9 +36,7 @@ def settled(x: np.ndarray, digits: int = SETTLED_DIGITS) -> np.ndarray:
     """``x`` rounded to ``digits`` significant digits, so that statistics merged in a different order (another
     partitioning) give bit-identical values before they steer sorting or standardization."""
     x = np.asarray(x, dtype=np.float64)
-    mag = np.where(x != 0, np.floor(np.log10(np.abs(np.where(x != 0, x, 1.0)))), 0.0)
-    scale = 10.0 ** (digits - 1 - mag)
-    return np.round(x * scale) / scale
+    return np.array([float(f"{v:.{digits}g}") for v in x.ravel()]).reshape(x.shape)
 
 
 def principal_axis(m: Moments) -> np.ndarray:
