@@ -12,15 +12,15 @@ from time import perf_counter
 from typing import Any
 
 from prefect import flow, get_run_logger, task
-from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
+from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks import release as R
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.io import atomic_output_dir, parquet_row_counts
 from sdc_tasks.metrics.risk import scores
-from sdc_tasks.report import metrics_table_rows, render_markdown, write_report
+from sdc_tasks.report import write_report
 from sdc_tasks.spec import ReleaseSpec, load_spec
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
@@ -52,14 +52,15 @@ def write(spec: ReleaseSpec, i: int, previous: str | None, work: str, target: st
 
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
 def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
-    """IL1..IL5 and IL of the masked dataset."""
-    return R.evaluate_release(spec, Path(masked), ("il",))
+    """The information loss families asked for (IL, matrix measures, brMAE/brMSE, PIL)."""
+    families = tuple(f for f in spec.metrics if f in ("il", "pil"))
+    return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
 def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
     """DLD and interval disclosure of the masked dataset."""
-    families = tuple(f for f in spec.metrics if f != "il")
+    families = tuple(f for f in spec.metrics if f in ("dld", "id"))
     return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 
@@ -76,10 +77,7 @@ def report(spec: ReleaseSpec, root: str, summary: dict, row_counts: dict) -> dic
     R.write_json(out / "metrics.json", summary["metrics"])
     written = write_report(summary, out)
     R.write_json(out / "manifest.json", R.manifest(spec, out, row_counts))
-    create_markdown_artifact(render_markdown(summary, ru_map_name=None), key="release-report",
-                             description=f"Release report for {spec.name}")
-    rows = [{k: r[k] for k in ("group", "measure", "value")} for r in metrics_table_rows(summary["metrics"])]
-    create_table_artifact(rows, key="release-metrics", description=f"Metrics of {spec.name}")
+    publish_artifacts(summary, "release", spec.name)
     return {name: str(path) for name, path in written.items()}
 
 
@@ -129,7 +127,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             previous = target
         masked = str(tmp / R.MASKED_DIR)
         t = perf_counter()
-        metrics = evaluate_il(spec, masked) if "il" in spec.metrics else {}
+        metrics = evaluate_il(spec, masked)
         times["evaluate information loss"] = perf_counter() - t
         t = perf_counter()
         metrics.update(evaluate_dr(spec, masked))

@@ -11,7 +11,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.stats.moments import Moments
+from sdc_tasks.stats.moments import Moments, settled
 
 BLOCK_COL = "_block"
 POS_COL = "_pos"
@@ -27,16 +27,6 @@ def partition_lengths(ddf: dd.DataFrame) -> list[int]:
 def offsets_of(lengths: list[int]) -> np.ndarray:
     """Global index of each partition's first row, plus the total at the end."""
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
-
-
-SETTLED_DIGITS = 12
-
-
-def settled(x: np.ndarray, digits: int = SETTLED_DIGITS) -> np.ndarray:
-    """``x`` rounded to ``digits`` significant digits, so that statistics merged in a different order (another
-    partitioning) give bit-identical values before they steer sorting or standardization."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.array([float(f"{v:.{digits}g}") for v in x.ravel()]).reshape(x.shape)
 
 
 def principal_axis(m: Moments) -> np.ndarray:

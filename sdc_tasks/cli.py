@@ -78,26 +78,25 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                     "numeric columns)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
+                 families: str = typer.Option("il,pil,dld,id", help="metric families: il, pil, dld, id"),
+                 pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  workers: int = typer.Option(2, help="Dask workers"),
                  dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler")) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.evaluate import evaluate, with_pairing_ids
+    from sdc_tasks.evaluate import evaluate_paths
 
     try:
         with dask_client(dask_address, workers):
-            a, b = read_table(original), read_table(masked)
-            a, b, id_used = with_pairing_ids(a, b, id_col)
-            variables = _split(vars) or [c for c in a.columns if c != id_used and c in b.columns
-                                         and a[c].dtype.kind in "if"]
-            keys = _split(key_vars) or variables[:7]
-            metrics = evaluate(a, b, id_used, variables, keys)
+            metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
+                                     tuple(_split(families) or ()), pairing)
     except USER_ERRORS as exc:
         _fail(exc)
     text = json.dumps(metrics, indent=2, sort_keys=True)
     if out:
-        out.write_text(text + "\n")
+        with atomic_output_file(out, overwrite=True) as tmp_file:
+            tmp_file.write_text(text + "\n")
         typer.echo(f"wrote {out}")
     else:
         typer.echo(text)

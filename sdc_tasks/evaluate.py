@@ -1,11 +1,15 @@
 """Graph builder for evaluation: information loss and disclosure risk of a masked file against its original.
 
-Records are paired by the id column (masking methods keep ids). Everything is computed from per-partition
-partial results combined by tree reductions in one Dask computation; only the sorted original column of one
-variable (interval disclosure) and the original key variables (distance linkage) are held whole.
+Records are paired by the id column (masking methods keep ids) or, for synthetic and re-sized files, with
+their nearest original record. Moments, cell errors and linkage credits are per-partition partial results
+combined by tree reductions in one Dask computation. Exact quantiles and ranks (PIL_Q, brMAE/brMSE, ID)
+gather one variable of both files at a time on one worker (fine to about 1e8 records); distance linkage and
+nearest pairing hold the original key variables in one k-d tree.
 """
 
 from __future__ import annotations
+
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -13,8 +17,11 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from sdc_tasks.io import InputError
+from sdc_tasks.io import InputError, read_table
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
+from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
+from sdc_tasks.metrics.pil import pil_measures
+from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
 from sdc_tasks.metrics.risk import (
     ID_PERCENTS,
     interval_hits,
@@ -93,60 +100,165 @@ def _partition_intervals(part: pd.DataFrame, sorted_cols: list[np.ndarray], vari
     return out
 
 
-def _partition_cells(part: pd.DataFrame, variables: list[str]) -> CellSums:
-    """IL1 sums of one paired partition."""
-    return cell_sums(part[variables].to_numpy(np.float64),
-                     part[[v + MASKED_SUFFIX for v in variables]].to_numpy(np.float64))
+def _partition_cells(part: pd.DataFrame, variables: list[str], sd: np.ndarray) -> tuple[CellSums, CellErrors]:
+    """IL1 sums and the matrix-measure cell errors of one paired partition."""
+    x = part[variables].to_numpy(np.float64)
+    xm = part[[v + MASKED_SUFFIX for v in variables]].to_numpy(np.float64)
+    return cell_sums(x, xm), cell_errors(x, xm, sd)
 
 
 def _add(a, b):
-    """a + b (tree reduction of additive partial results)."""
+    """a + b (tree reduction of additive partial results, elementwise for tuples)."""
+    if isinstance(a, tuple):
+        return tuple(x + y for x, y in zip(a, b))
     return a + b
 
 
+def _column_pair(orig_parts: list[pd.DataFrame], masked_parts: list[pd.DataFrame], var: str,
+                 id_col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """One variable of both files, gathered on one worker: (original values, ids, masked values, ids)."""
+    o = pd.concat(orig_parts, ignore_index=True)
+    m = pd.concat(masked_parts, ignore_index=True)
+    return (o[var].to_numpy(np.float64), o[id_col].to_numpy(), m[var].to_numpy(np.float64), m[id_col].to_numpy())
+
+
+def _sorted_pair(column_pair) -> tuple[np.ndarray, np.ndarray]:
+    """Both files' values of one variable, each sorted (exact quantiles; pil_measures.txt sec. 5)."""
+    xo, _, xm, _ = column_pair
+    return np.sort(xo, kind="stable"), np.sort(xm, kind="stable")
+
+
+def _column_rank_errors(column_pair) -> RankErrors:
+    """Rank errors of one variable between records with the same id (ties by id; bounded_rank_metrics.txt)."""
+    xo, io, xm, im = column_pair
+    ro = ranks(xo, io)[np.argsort(io, kind="stable")]
+    rm = ranks(xm, im)[np.argsort(im, kind="stable")]
+    return rank_errors(ro[:, None], rm[:, None])
+
+
+def _concat_errors(a: RankErrors, b: RankErrors) -> RankErrors:
+    """Rank errors of two disjoint sets of attributes side by side."""
+    return RankErrors(a.abs_sum + b.abs_sum, a.sq_sum + b.sq_sum, a.count + b.count)
+
+
+def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],
+                       center: np.ndarray, scale: np.ndarray, id_col: str) -> pd.DataFrame:
+    """Pair each masked record with its nearest original record (standardized Euclidean distance over the
+    variables; post_masking_optimization.txt sec. 2): original values beside the masked ones."""
+    xm = part[variables].to_numpy(np.float64)
+    _, idx = tree.query((xm - center) / scale, k=1)
+    out = pd.DataFrame(orig_values[np.asarray(idx, dtype=np.int64)], columns=variables)
+    out.insert(0, id_col, part[id_col].to_numpy())
+    for j, v in enumerate(variables):
+        out[v + MASKED_SUFFIX] = xm[:, j]
+    return out
+
+
+def paired_nearest(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+                   center: np.ndarray, scale: np.ndarray) -> dd.DataFrame:
+    """Masked records paired with their nearest original record (for synthetic files or n' != n); the k-d
+    tree of the standardized original records is built once on one worker."""
+    orig_values = dask.delayed(_concat_values)(original[variables].to_delayed(), variables)
+    tree = dask.delayed(_standardized_tree)(orig_values, center, scale)
+    meta = pd.DataFrame({id_col: masked._meta[id_col], **{v: pd.Series(dtype="float64") for v in variables},
+                         **{v + MASKED_SUFFIX: pd.Series(dtype="float64") for v in variables}})
+    parts = [dask.delayed(_nearest_originals)(part, tree, orig_values, variables, center, scale, id_col)
+             for part in masked[[id_col, *variables]].to_delayed()]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _concat_values(parts: list[pd.DataFrame], variables: list[str]) -> np.ndarray:
+    """The given columns of all partitions as one (n, p) array."""
+    return pd.concat(parts, ignore_index=True)[variables].to_numpy(np.float64)
+
+
+def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray) -> cKDTree:
+    """k-d tree of standardized records."""
+    return cKDTree((values - center) / scale)
+
+
+FAMILIES = ("il", "pil", "dld", "id")
+
+
+def _count(frame: dd.DataFrame):
+    """Delayed number of records of a collection."""
+    return dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
+
+
 def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-             key_vars: list[str], families: tuple[str, ...] = ("il", "dld", "id")) -> dict:
-    """Return METRICS.md keys for ``masked`` against ``original``: IL1..IL5, IL, DLD_i, DLD2_i, DLD, ID_p, ID,
-    SDID and score_simple (for the families asked for), with bookkeeping keys n, n_masked, p, key_vars."""
+             key_vars: list[str], families: tuple[str, ...] = FAMILIES, pairing: str = "auto") -> dict:
+    """Return METRICS.md keys for ``masked`` against ``original`` for the families asked for: ``il``
+    (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
+    DLD2_i, DLD) and ``id`` (ID_p, ID, SDID), the scores, and bookkeeping keys n, n_masked, p, key_vars,
+    pairing.
+
+    ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
+    masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
+    ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest.
+    """
+    unknown = sorted(set(families) - set(FAMILIES))
+    if unknown:
+        raise InputError(f"unknown metric family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
+    if pairing not in ("auto", "id", "nearest"):
+        raise InputError(f"pairing must be auto, id or nearest, not {pairing!r}")
     check_columns(original, [id_col, *variables, *key_vars], "original file")
     check_columns(masked, [id_col, *variables, *key_vars], "masked file")
     cols = list(dict.fromkeys([*variables, *key_vars]))
-    pairs = paired(original, masked, id_col, cols).persist()
-    pair_parts = pairs.to_delayed()
-    mo_d = moments_graph(original, cols)
-    mm_d = moments_graph(masked, cols)
-    counts_d = [dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
-                for frame in (original, masked, pairs)]
-    mo, mm, n, n_masked, n_pairs = dask.compute(mo_d, mm_d, *counts_d)
+    order = 4 if "pil" in families else 2
+    by_id = paired(original, masked, id_col, cols).persist() if pairing != "nearest" else None
+    counts = [_count(f) for f in (original, masked)] + ([_count(by_id)] if by_id is not None else [])
+    mo, mm, *sizes = dask.compute(moments_graph(original, cols, order), moments_graph(masked, cols, order), *counts)
+    mo, mm = mo.settled(), mm.settled()
+    n, n_masked = int(sizes[0]), int(sizes[1])
     if n == 0 or n_masked == 0:
-        raise InputError("cannot evaluate an empty file: the original has %d and the masked file %d records"
-                         % (n, n_masked))
-    if n_pairs != n_masked:
-        raise InputError(f"{n_masked - n_pairs} of {n_masked} masked records have no original record with the "
-                         f"same {id_col!r} (pairing by nearest record is not available yet)")
+        raise InputError(f"cannot evaluate an empty file: the original has {n} and the masked file {n_masked} "
+                         "records")
     idx = {c: i for i, c in enumerate(cols)}
     vi = [idx[v] for v in variables]
     ki = [idx[k] for k in key_vars]
     sd = mo.sd
+    scale = np.where(sd > 0, sd, 1.0)
+    matched = int(sizes[2]) if by_id is not None else 0
+    if pairing == "id" and matched != n_masked:
+        raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "
+                         f"same {id_col!r} (use pairing 'nearest' for synthetic or re-sized files)")
+    use_id = by_id is not None and matched == n_masked
+    pairs = by_id if use_id else paired_nearest(original, masked, id_col, variables, mo.mean[vi], scale[vi]).persist()
+    pair_parts = pairs.to_delayed()
     tasks: dict[str, object] = {}
     if "il" in families:
-        cells = [dask.delayed(_partition_cells)(p, variables) for p in pair_parts]
-        tasks["cells"] = tree_merge(cells, _add)
-    if "dld" in families and key_vars:
-        center, scale = mo.mean[ki], np.where(sd[ki] > 0, sd[ki], 1.0)
+        flat_sd = effective_sd(mo.subset(vi))
+        tasks["cells"] = tree_merge([dask.delayed(_partition_cells)(p, variables, flat_sd) for p in pair_parts], _add)
+    if ("pil" in families or ("il" in families and use_id)):
+        o_parts, m_parts = original[[id_col, *variables]].to_delayed(), masked[[id_col, *variables]].to_delayed()
+        columns = [dask.delayed(_column_pair)(o_parts, m_parts, v, id_col) for v in variables]
+        if "pil" in families:
+            tasks["sorted"] = [dask.delayed(_sorted_pair)(c) for c in columns]
+        if "il" in families and use_id:
+            tasks["ranks"] = tree_merge([dask.delayed(_column_rank_errors)(c) for c in columns], _concat_errors)
+    if "dld" in families and key_vars and use_id:
+        center, kscale = mo.mean[ki], scale[ki]
         key_parts = original[key_vars].to_delayed()
-        trees = [dask.delayed(_tree)(key_parts, key_vars[: i + 1], center[: i + 1], scale[: i + 1])
+        trees = [dask.delayed(_tree)(key_parts, key_vars[: i + 1], center[: i + 1], kscale[: i + 1])
                  for i in range(len(key_vars))]
-        link = [dask.delayed(_partition_linkage)(p, trees, key_vars, center, scale) for p in pair_parts]
+        link = [dask.delayed(_partition_linkage)(p, trees, key_vars, center, kscale) for p in pair_parts]
         tasks["link"] = tree_merge(link, _add)
-    if "id" in families:
+    if "id" in families and use_id:
         sorted_cols = [dask.delayed(_sorted_column)(original[v].to_delayed()) for v in variables]
         hits = [dask.delayed(_partition_intervals)(p, sorted_cols, variables, sd[vi]) for p in pair_parts]
         tasks["hits"] = tree_merge(hits, _add)
     results = dict(zip(tasks, dask.compute(*tasks.values()))) if tasks else {}
-    out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars)}
+    out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
+                 "pairing": "id" if use_id else "nearest"}
+    mov, mmv = mo.subset(vi), mm.subset(vi)
     if "cells" in results:
-        out.update(information_loss(results["cells"], mo.subset(vi), mm.subset(vi)))
+        sums, errors = results["cells"]
+        out.update(information_loss(sums, mov, mmv))
+        out.update(matrix_measures(errors, mov, mmv))
+    if "ranks" in results:
+        out.update(bounded_rank_metrics(results["ranks"], n))
+    if "sorted" in results:
+        out.update(pil_measures(mov, mmv, results["sorted"]))
     if "link" in results:
         dld = 100.0 * results["link"] / n_masked
         for i in range(len(key_vars)):
@@ -154,10 +266,22 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
             out[f"DLD2_{i + 1}"] = float(dld[1, i])
         out["DLD"] = float(dld[0].mean())
     if "hits" in results:
-        pct = 100.0 * results["hits"] / (n_pairs * len(variables))
+        pct = 100.0 * results["hits"] / (n_masked * len(variables))
         for j, p in enumerate(ID_PERCENTS):
             out[f"ID_{p}"] = float(pct[j])
         out["ID"] = float(pct[:-1].mean())
         out["SDID"] = float(pct[-1])
     out.update(scores(out))
     return out
+
+
+def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",
+                   variables: list[str] | None = None, key_vars: list[str] | None = None,
+                   families: tuple[str, ...] = FAMILIES, pairing: str = "auto") -> dict:
+    """Evaluate two files (CSV or Parquet). A file without ``id_col`` gets ids from its row positions;
+    variables default to the numeric columns both files share, keys to the first seven variables."""
+    a, b, id_used = with_pairing_ids(read_table(original), read_table(masked), id_col)
+    variables = variables or [c for c in a.columns if c != id_used and c in b.columns and a[c].dtype.kind in "if"]
+    if not variables:
+        raise InputError(f"{original} and {masked} share no numeric column to evaluate")
+    return evaluate(a, b, id_used, variables, key_vars or variables[:7], families, pairing)

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sdc_tasks.masking.registry import METHODS, validate_params
 
-METRIC_FAMILIES = ("il", "dld", "id")
+METRIC_FAMILIES = ("il", "pil", "dld", "id")
 
 
 class SpecError(ValueError):
@@ -102,7 +102,7 @@ class ReleaseSpec(_Strict):
     create_id: bool = Field(default=False, description="add id_column as the row position when the input has none")
     variables: VariableRoles
     steps: list[StepSpec] = Field(min_length=1)
-    metrics: list[Literal["il", "dld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
+    metrics: list[Literal["il", "pil", "dld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
     max_key_vars: int = Field(default=7, ge=1, description="DLD uses the first min(len(key), max_key_vars) keys")
     gate: GateSpec = Field(default_factory=GateSpec)
     output: OutputSpec

@@ -50,11 +50,11 @@ def frame(values: np.ndarray, columns: list[str], ids=None) -> pd.DataFrame:
 
 
 def run_evaluate(orig: pd.DataFrame, masked: pd.DataFrame, variables, key_vars, parts: int = 1,
-                 masked_parts: int | None = None, families=("il", "dld", "id")) -> dict:
+                 masked_parts: int | None = None, families=("il", "dld", "id"), pairing: str = "auto") -> dict:
     """evaluate() on Dask frames made from pandas ones with the given numbers of partitions."""
     return evaluate(dd.from_pandas(orig, npartitions=parts),
                     dd.from_pandas(masked, npartitions=masked_parts or parts),
-                    "id", list(variables), list(key_vars), families)
+                    "id", list(variables), list(key_vars), families, pairing)
 
 
 def ref_moments(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -558,11 +558,12 @@ def test_evaluate_missing_id_raises_input_error_with_count():
     ids = np.arange(10)
     ids[[3, 7]] = [999, 1000]  # two masked ids that the original does not have
     with pytest.raises(InputError, match=r"\b2 of 10 masked records"):
-        run_evaluate(frame(x, list("abc")), frame(xm, list("abc"), ids=ids), list("abc"), ["a"], 2)
+        run_evaluate(frame(x, list("abc")), frame(xm, list("abc"), ids=ids), list("abc"), ["a"], 2, pairing="id")
     ids = np.arange(10)
     ids[0] = -1
     with pytest.raises(InputError, match=r"\b1 of 10 masked records"):
-        run_evaluate(frame(x, list("abc")), frame(xm, list("abc"), ids=ids), list("abc"), ["a"], 1, 3)
+        run_evaluate(frame(x, list("abc")), frame(xm, list("abc"), ids=ids), list("abc"), ["a"], 1, 3,
+                     pairing="id")
 
 
 def test_evaluate_missing_column_raises_input_error():

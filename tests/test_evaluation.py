@@ -1,0 +1,133 @@
+"""Evaluation end to end: the whole IL battery through evaluate(), nearest-record pairing, the papers'
+properties, order-4 moments under a 1e9 shift, and the Prefect ``evaluate`` flow."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_tasks.evaluate import evaluate
+from sdc_tasks.masking.mdav import microaggregate_block
+from sdc_tasks.masking.rankswap import rank_swap_column
+from sdc_tasks.stats.moments import merge_moments, moments_of
+
+IL_KEYS = ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "IL1s", "MSE_X", "MAE_V", "MV_R", "MSE_RF", "MAE_C",
+           "MV_F", "brMAE", "brMSE", "PIL_Q", "PIL_m1", "PIL_m2", "PIL_m11", "PIL_r", "PIL"]
+
+
+@pytest.fixture
+def census_vars(census):
+    return [c for c in census.columns if c != "record_id"]
+
+
+def run(orig: pd.DataFrame, masked: pd.DataFrame, variables, parts=1, masked_parts=None,
+        families=("il", "pil", "dld", "id"), pairing="auto") -> dict:
+    with dask.config.set(scheduler="synchronous"):
+        return evaluate(dd.from_pandas(orig, npartitions=parts),
+                        dd.from_pandas(masked, npartitions=masked_parts or parts),
+                        "record_id", list(variables), list(variables[:3]), families, pairing)
+
+
+def noisy(census, census_vars, seed=1):
+    m = census.copy()
+    rng = np.random.default_rng(seed)
+    m[census_vars] = census[census_vars] * np.exp(rng.normal(0, 0.1, (len(census), len(census_vars))))
+    return m
+
+
+def test_full_battery_is_finite_and_partition_independent(census, census_vars):
+    masked = noisy(census, census_vars)
+    base = run(census, masked, census_vars)
+    for key in IL_KEYS:
+        assert np.isfinite(base[key]), key
+    assert base["pairing"] == "id"
+    for parts, mparts in ((2, 2), (4, 3), (7, 1)):
+        other = run(census, masked.sample(frac=1, random_state=parts), census_vars, parts, mparts)
+        for key, value in base.items():
+            if isinstance(value, float):
+                assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_rank_swap_keeps_quantiles_means_and_variances(census, census_vars):
+    """pil_measures.txt sec. 5: rank swapping gives PIL(Q) = PIL(m1) = PIL(m2) = 0."""
+    masked = census.copy()
+    ids = census["record_id"].to_numpy()
+    for j, v in enumerate(census_vars):
+        masked[v] = rank_swap_column(census[v].to_numpy(np.float64), ids, 15, np.random.default_rng(j))
+    m = run(census, masked, census_vars, parts=3)
+    assert m["PIL_Q"] == 0 and m["PIL_m1"] == 0 and m["PIL_m2"] == 0
+    assert m["PIL_m11"] > 0 and m["PIL_r"] > 0
+    assert m["IL2"] < 1e-9 and m["IL4"] < 1e-9
+
+
+def test_microaggregation_keeps_means(census, census_vars):
+    """Microaggregation: PIL(m1) = 0 and IL2 = 0 (pil_measures.txt Table 3; chapter 6)."""
+    x = census[census_vars].to_numpy(np.float64)
+    masked = census.copy()
+    masked[census_vars] = microaggregate_block(x, 7, x.mean(axis=0), x.std(axis=0), 3)
+    m = run(census, masked, census_vars, parts=2)
+    assert m["PIL_m1"] == 0 and m["IL2"] < 1e-9 and m["MSE_Xbar"] < 1e-9
+
+
+def test_nearest_pairing_for_a_resized_synthetic_file(census, census_vars):
+    """A masked file of other records (n' != n, unknown ids) is paired with the nearest original record."""
+    rng = np.random.default_rng(5)
+    take = rng.choice(len(census), 300, replace=False)
+    synth = census.iloc[take].copy()
+    synth[census_vars] = synth[census_vars] * np.exp(rng.normal(0, 0.02, (300, len(census_vars))))
+    synth["record_id"] = np.arange(10_000, 10_300)
+    m = run(census, synth, census_vars, parts=2, masked_parts=3)
+    assert m["pairing"] == "nearest" and m["n"] == 1080 and m["n_masked"] == 300
+    assert "DLD" not in m and "ID" not in m and "brMAE" not in m
+    x = census[census_vars].to_numpy(np.float64)
+    xm = synth[census_vars].to_numpy(np.float64)
+    mean, sd = x.mean(axis=0), x.std(axis=0)
+    d = (((xm[:, None, :] - x[None, :, :]) / sd) ** 2).sum(axis=2)
+    nearest = x[np.argmin(d, axis=1)]
+    il1 = 100 * np.mean(np.abs(nearest - xm) / np.abs(nearest))
+    assert m["IL1"] == pytest.approx(il1, rel=1e-9)
+    assert m["PIL_small_sample"] if "PIL_small_sample" in m else True
+    with pytest.raises(Exception, match="300 of 300"):
+        run(census, synth, census_vars, pairing="id")
+
+
+def test_order_four_moments_under_a_huge_shift_match_exact_arithmetic(census):
+    """Centred sums up to order 4 of the Census file shifted by 1e9, merged from 7 blocks, against exact
+    rational arithmetic on a 60-record sample."""
+    x = census[["AGI", "FEDTAX", "INTVAL"]].to_numpy(np.float64)[:60] + 1e9
+    blocks = np.array_split(x, 7)
+    merged = moments_of(blocks[0], 4)
+    for b in blocks[1:]:
+        merged = merge_moments(merged, moments_of(b, 4))
+    exact = [[Fraction(v) for v in row] for row in x.tolist()]
+    n = len(exact)
+    mean = [sum(r[j] for r in exact) / n for j in range(3)]
+    dev = [[r[j] - mean[j] for j in range(3)] for r in exact]
+    for j in range(3):
+        for jj in range(3):
+            s22 = float(sum(d[j] ** 2 * d[jj] ** 2 for d in dev))
+            s31 = float(sum(d[j] ** 3 * d[jj] for d in dev))
+            assert merged.cross[(2, 2)][j, jj] == pytest.approx(s22, rel=1e-6)
+            assert merged.cross[(3, 1)][j, jj] == pytest.approx(s31, rel=1e-6, abs=1e-6 * abs(s22))
+        assert merged.power[4][j] == pytest.approx(float(sum(d[j] ** 4 for d in dev)), rel=1e-6)
+
+
+@pytest.mark.usefixtures("prefect_harness")
+def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars):
+    from flows.evaluate import evaluate as evaluate_flow
+
+    orig, masked = tmp_path / "orig.csv", tmp_path / "masked.parquet"
+    census.to_csv(orig, index=False)
+    noisy(census, census_vars).to_parquet(masked, index=False)
+    metrics = evaluate_flow(str(orig), str(masked), str(tmp_path / "eval"), key_vars=census_vars[:7], workers=1)
+    out = tmp_path / "eval"
+    assert {p.name for p in out.iterdir()} == {"metrics.json", "report.md", "report.html", "ru_map.png"}
+    stored = json.loads((out / "metrics.json").read_text())
+    assert stored["IL"] == pytest.approx(metrics["IL"]) and 0 <= stored["PIL"] <= 100
+    assert "score_simple" in stored and "DLD_7" in stored
