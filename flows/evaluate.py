@@ -72,7 +72,7 @@ def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id"
             "variables": {"masked": [], "key": metrics.get("key_vars", []), "dropped": [], "strata": None},
             "steps": [],
             "metrics": metrics,
-            "gate": {"passed": True, "checks": [], "published": True},
+            "gate": None,
             "stage_seconds": {},
             "ru_points": ru_points(Path(masked).name, metrics),
         }

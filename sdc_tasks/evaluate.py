@@ -56,8 +56,33 @@ def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col
     return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
 
 
+def _same_ids(o: pd.DataFrame, m: pd.DataFrame, id_col: str) -> bool:
+    """Whether two partitions hold the same ids in the same order."""
+    return len(o) == len(m) and np.array_equal(o[id_col].to_numpy(), m[id_col].to_numpy())
+
+
+def _side_by_side(o: pd.DataFrame, m: pd.DataFrame, id_col: str, variables: list[str]) -> pd.DataFrame:
+    """Two partitions with the same ids in the same order as one frame (masked columns suffixed)."""
+    out = o[[id_col, *variables]].reset_index(drop=True)
+    for v in variables:
+        out[v + MASKED_SUFFIX] = m[v].to_numpy()
+    return out
+
+
 def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dd.DataFrame:
-    """Original and masked values side by side, one row per id present in both (masked columns suffixed)."""
+    """Original and masked values side by side, one row per id present in both (masked columns suffixed).
+
+    When both files have the same partitions with the same ids in the same order (a release's output against
+    its input), partitions are zipped; otherwise the files are joined on the id (a shuffle)."""
+    if original.npartitions == masked.npartitions:
+        checks = [dask.delayed(_same_ids)(o, m, id_col)
+                  for o, m in zip(original[[id_col]].to_delayed(), masked[[id_col]].to_delayed())]
+        if all(dask.compute(*checks)):
+            parts = [dask.delayed(_side_by_side)(o, m, id_col, variables)
+                     for o, m in zip(original[[id_col, *variables]].to_delayed(),
+                                     masked[[id_col, *variables]].to_delayed())]
+            return dd.from_delayed(parts, meta=_side_by_side(original._meta, masked._meta, id_col, variables),
+                                   verify_meta=False)
     m = masked[[id_col, *variables]].rename(columns={v: v + MASKED_SUFFIX for v in variables})
     return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
 

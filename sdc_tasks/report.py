@@ -266,8 +266,11 @@ def failing_checks(gate: dict) -> list[dict]:
     return [c for c in gate["checks"] if not c["passed"]]
 
 
-def release_status(gate: dict) -> tuple[str, str]:
-    """Return (PUBLISHED | REFUSED | HELD, explanation) for the release gate's outcome."""
+def release_status(gate: dict | None) -> tuple[str, str]:
+    """Return (PUBLISHED | REFUSED | HELD | EVALUATED, explanation) for the release gate's outcome
+    (``gate`` None: an evaluation of two files, which publishes nothing)."""
+    if gate is None:
+        return "EVALUATED", "evaluation only: no release gate applies and nothing is published"
     failed = "; ".join(failing_check_text(c) for c in failing_checks(gate)) or "none recorded"
     all_passed = f"all {len(gate['checks'])} gate checks passed"
     if gate["published"] and gate["passed"]:
@@ -386,7 +389,7 @@ def report_sections(summary: dict, ru_map_name: str | None) -> list[Section]:
     """Return every report section after the headline, in reading order."""
     return [
         run_section(summary["run"]),
-        gate_section(summary["gate"]),
+        *([gate_section(summary["gate"])] if summary["gate"] is not None else []),
         variables_section(summary["variables"]),
         steps_section(summary["steps"]),
         *metric_sections(summary["metrics"]),

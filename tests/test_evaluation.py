@@ -131,3 +131,20 @@ def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars):
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["IL"] == pytest.approx(metrics["IL"]) and 0 <= stored["PIL"] <= 100
     assert "score_simple" in stored and "DLD_7" in stored
+    report = (out / "report.md").read_text()
+    assert "EVALUATED" in report and "PUBLISHED" not in report and "Release gate" not in report
+
+
+def test_same_metrics_on_one_two_and_four_workers(census, census_vars):
+    from sdc_tasks.cluster import dask_client
+
+    masked = noisy(census, census_vars, seed=9)
+    results = []
+    for workers in (1, 2, 4):
+        with dask_client(workers=workers):
+            results.append(evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3),
+                                    "record_id", census_vars, census_vars[:7]))
+    for other in results[1:]:
+        for key, value in results[0].items():
+            if isinstance(value, float):
+                assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key

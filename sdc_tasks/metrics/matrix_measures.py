@@ -47,10 +47,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-
-from sdc_tasks.metrics.paired_blocks import paired_columns
 from numpy.linalg import eigh
 
+from sdc_tasks.metrics.paired_blocks import paired_columns
 from sdc_tasks.stats.moments import Moments
 
 #: A column is constant when its sd is at most this fraction of |mean| (or exactly 0).
