@@ -11,12 +11,11 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.stats.moments import Moments, settled
+from sdc_tasks.stats.moments import Moments
 
 BLOCK_COL = "_block"
 POS_COL = "_pos"
 PROJ_COL = "_proj"
-STRATUM_COL = "_stratum"
 
 
 def partition_lengths(ddf: dd.DataFrame) -> list[int]:
@@ -29,16 +28,16 @@ def offsets_of(lengths: list[int]) -> np.ndarray:
     return np.concatenate([[0], np.cumsum(lengths, dtype=np.int64)])
 
 
-def principal_axis(m: Moments) -> np.ndarray:
-    """First principal component of the correlation matrix (sign fixed: largest loading positive).
-
-    Projecting standardized records on it orders them along the direction of greatest spread.
-    """
+def principal_axes(m: Moments, count: int) -> np.ndarray:
+    """The first ``count`` principal components of the correlation matrix as columns (p, count), by decreasing
+    eigenvalue, each with its largest loading positive; standardized records projected on them are ordered
+    along the directions of greatest spread."""
     r, _ = m.corr()
     np.fill_diagonal(r, 1.0)
     vals, vecs = np.linalg.eigh(r)
-    axis = vecs[:, int(np.argmax(vals))]
-    return axis if axis[int(np.argmax(np.abs(axis)))] > 0 else -axis
+    axes = vecs[:, np.argsort(vals, kind="stable")[::-1][:count]]
+    signs = np.sign(axes[np.argmax(np.abs(axes), axis=0), np.arange(axes.shape[1])])
+    return axes * np.where(signs == 0, 1.0, signs)
 
 
 def _slice_rows(df: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
@@ -81,29 +80,40 @@ def block_cuts(block_starts: np.ndarray, total: int, target_rows: int) -> list[i
     return cuts
 
 
-def block_layout(stratum_sizes: np.ndarray, block_size: int) -> tuple[np.ndarray, np.ndarray]:
-    """Return (first global rank of each stratum, number of blocks per stratum) for blocks of >= block_size rows.
-
-    A stratum of n records gets max(1, n // block_size) blocks of nearly equal size (sizes differ by at most one).
-    """
-    starts = np.concatenate([[0], np.cumsum(stratum_sizes)[:-1]]).astype(np.int64)
-    nblocks = np.maximum(1, stratum_sizes // block_size).astype(np.int64)
-    return starts, nblocks
-
-
-def block_of_rank(rank: np.ndarray, code: np.ndarray, starts: np.ndarray, sizes: np.ndarray,
-                  nblocks: np.ndarray) -> np.ndarray:
-    """Block id of records by global sorted rank: stratum code in the high 32 bits, block within it below."""
-    local = rank - starts[code]
-    within = local * nblocks[code] // sizes[code]
-    return (code.astype(np.int64) << 32) + within
+def fanout(sizes: np.ndarray, block_size: int, levels_left: int, unit: int = 1) -> np.ndarray:
+    """Number of parts each group is split into at one level of recursive sort-tile blocking: the last level
+    makes max(1, m // block_size) parts of >= block_size records; earlier levels ceil((m / block_size)^(1/L));
+    never more parts than whole units."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    if levels_left <= 1:
+        parts = np.maximum(1, sizes // block_size)
+    else:
+        parts = np.maximum(1, np.ceil((sizes / block_size) ** (1.0 / levels_left)).astype(np.int64))
+    return np.minimum(parts, np.maximum(1, sizes // unit))
 
 
-def block_starts(stratum_sizes: np.ndarray, block_size: int) -> np.ndarray:
-    """Global sorted rank at which every block begins."""
-    starts, nblocks = block_layout(stratum_sizes, block_size)
+def split_sizes(sizes: np.ndarray, parts: np.ndarray, unit: int = 1) -> np.ndarray:
+    """Sizes of the parts when a group of m ranked records, read as m // unit units (the remainder joins the
+    last unit), is cut into b parts at unit ceil(j u / b); concatenated over groups."""
     out = []
-    for s, n, b in zip(starts, stratum_sizes, nblocks):
-        j = np.arange(b, dtype=np.int64)
-        out.append(s + (j * n + b - 1) // b)
-    return np.concatenate(out) if out else np.zeros(1, dtype=np.int64)
+    for m, b in zip(np.asarray(sizes, dtype=np.int64), np.asarray(parts, dtype=np.int64)):
+        u = m // unit
+        cuts = (np.arange(b + 1, dtype=np.int64) * u + b - 1) // b
+        part = np.diff(cuts) * unit
+        part[-1] += m - u * unit
+        out.append(part)
+    return np.concatenate(out) if out else np.zeros(0, dtype=np.int64)
+
+
+def part_of_rank(rank: np.ndarray, group: np.ndarray, sizes: np.ndarray, parts: np.ndarray,
+                 unit: int = 1) -> np.ndarray:
+    """Index of the part (numbered over all groups) holding each record, from its global rank in the order
+    sorted by (group, key, id): the record of rank r within a group of u units cut into b parts is in
+    part min(r // unit, u - 1) b // u of that group (consistent with ``split_sizes``)."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    parts = np.asarray(parts, dtype=np.int64)
+    group_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    part_offset = np.concatenate([[0], np.cumsum(parts)[:-1]])
+    units = sizes[group] // unit
+    local_unit = np.minimum((rank - group_start[group]) // unit, units - 1)
+    return part_offset[group] + local_unit * parts[group] // units

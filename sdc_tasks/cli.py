@@ -104,9 +104,11 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
 @app.command("mask")
 def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
-             method: str = typer.Option(..., help="masking method: mdav or rankswap"),
-             param: list[str] = typer.Option([], help="method parameter name=value (repeatable): mdav k, "
-                                             "group_size, block_size; rankswap p"),
+             method: str = typer.Option(..., help="masking method: mdav, mdav_variable, mic_ir, mic_optimal, "
+                                        "mic_z, mic_pcp, rankswap, noise, resample, rescale, distr, jpeg"),
+             param: list[str] = typer.Option([], help="method parameter name=value (repeatable): k, group_size, "
+                                             "block_size, gamma (microaggregation); p (rankswap, noise); "
+                                             "correlated, linear_transform (noise); t (resample); q (jpeg)"),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated (default: all "
                                                 "numeric columns but the id)"),
              seed: int = typer.Option(0, help="random seed"),
@@ -117,7 +119,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     """Apply one masking method to a file and write the masked file."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.evaluate import with_pairing_ids
-    from sdc_tasks.masking.apply import StepContext, apply_step
+    from sdc_tasks.masking.apply import StepContext
+    from sdc_tasks.masking.methods import apply_step
     from sdc_tasks.masking.registry import parse_cli_params, validate_params
 
     try:
@@ -126,7 +129,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
             frame, _, id_used = with_pairing_ids(read_table(input), None, id_col)
             variables = _split(vars) or [c for c in frame.columns if c not in (id_used, strata)
                                          and frame[c].dtype.kind in "if"]
-            result = apply_step(frame, method, variables, params, StepContext(seed, 0, id_used, strata))
+            result = apply_step(frame, method, variables, params,
+                                StepContext(seed, 0, id_used, strata, reference=frame))
             if out.suffix.lower() == ".csv":
                 with atomic_output_file(out) as tmp_file:
                     result.frame.compute().to_csv(tmp_file, index=False)

@@ -255,8 +255,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         flat_sd = effective_sd(mo.subset(vi))
         tasks["cells"] = tree_merge([dask.delayed(_partition_cells)(p, variables, flat_sd) for p in pair_parts], _add)
     if ("pil" in families or ("il" in families and use_id)):
-        o_parts, m_parts = original[[id_col, *variables]].to_delayed(), masked[[id_col, *variables]].to_delayed()
-        columns = [dask.delayed(_column_pair)(o_parts, m_parts, v, id_col) for v in variables]
+        columns = [dask.delayed(_column_pair)(original[[id_col, v]].to_delayed(), masked[[id_col, v]].to_delayed(),
+                                              v, id_col) for v in variables]
         if "pil" in families:
             tasks["sorted"] = [dask.delayed(_sorted_pair)(c) for c in columns]
         if "il" in families and use_id:

@@ -23,7 +23,9 @@ from sdc_tasks import __version__
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.evaluate import check_columns, evaluate
 from sdc_tasks.io import InputError, parquet_row_counts, read_table, tree_checksums, write_parquet
-from sdc_tasks.masking.apply import STAGES, StepContext, block_records, restore_order, scope_count
+from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
+from sdc_tasks.masking.methods import block_for, mask_for
+from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.spec import ReleaseSpec
 
 MASKED_DIR = "masked"
@@ -125,19 +127,20 @@ def step_source(spec: ReleaseSpec, previous: str | None) -> dd.DataFrame:
 def _step_args(spec: ReleaseSpec, i: int) -> tuple[str, list[str], dict, StepContext]:
     """Method, variables, parameters and context of step ``i``."""
     step = spec.steps[i]
-    ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata)
+    ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
+                      reference=step_source(spec, None))
     return step.method, spec.step_variables(i), step.params, ctx
 
 
 def needs_blocks(spec: ReleaseSpec, i: int) -> bool:
     """Whether step ``i``'s method runs on data-driven blocks."""
-    return STAGES[spec.steps[i].method].blocked
+    return method_needs_blocks(spec.steps[i].method)
 
 
 def block_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> dict:
     """Stage 'block': write step ``i``'s input as block-aligned Parquet under ``work``."""
     method, variables, params, ctx = _step_args(spec, i)
-    staged = block_records(step_source(spec, previous), variables, params, ctx)
+    staged = block_for(method, step_source(spec, previous), variables, params, ctx)
     write_parquet(staged.frame, work / "blocks")
     return {"blocks": staged.blocks}
 
@@ -149,7 +152,7 @@ def mask_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> d
     source = step_source(spec, previous)
     blocked = needs_blocks(spec, i)
     frame = read_table(work / "blocks", "parquet") if blocked else source
-    write_parquet(STAGES[method].mask(frame, variables, params, ctx), work / "masked-values")
+    write_parquet(mask_for(method, frame, variables, params, ctx), work / "masked-values")
     return {"method": method, "params": dict(params), "variables": variables,
             "blocks": None if blocked else scope_count(source, ctx), "seconds": round(perf_counter() - t0, 3)}
 

@@ -9,7 +9,8 @@ import pandas as pd
 import pytest
 
 from sdc_tasks.generate import census_model, synthetic_chunk
-from sdc_tasks.masking.apply import StepContext, apply_step
+from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.registry import validate_params
 
@@ -115,14 +116,13 @@ def test_rank_swap_reproducible_and_seed_sensitive(synthetic, sync_dask):
 
 
 def test_same_release_on_one_and_two_workers(synthetic):
-    """Bit-identical masked values on a 1-worker and a 2-worker LocalCluster."""
+    """Bit-identical masked values of every method on a 1-worker and a 2-worker LocalCluster."""
     from sdc_tasks.cluster import dask_client
 
     results = []
     for workers in (1, 2):
         with dask_client(workers=workers):
-            results.append((masked(synthetic, "mdav", {"k": 3, "block_size": 300}, nparts=4),
-                            masked(synthetic, "rankswap", {"p": 15}, nparts=3)))
+            results.append([masked(synthetic, method, ALL_METHODS[method], nparts=4) for method in sorted(ALL_METHODS)])
     for a, b in zip(*results):
         pd.testing.assert_frame_equal(a, b)
 
@@ -135,7 +135,7 @@ def test_input_frame_is_not_modified(synthetic, sync_dask):
 
 
 def test_settled_statistics_ignore_summation_order():
-    from sdc_tasks.blocking import settled
+    from sdc_tasks.stats.moments import settled
 
     rng = np.random.default_rng(0)
     x = rng.lognormal(10, 2, size=10_000)
@@ -144,3 +144,84 @@ def test_settled_statistics_ignore_summation_order():
     assert settled(np.array([a])) == settled(np.array([b]))
     np.testing.assert_array_equal(settled(np.array([0.0, -1234.5678901234567, 3e-300])),
                                   np.array([0.0, -1234.56789012, 3e-300]))
+
+
+ALL_METHODS = {
+    "mdav": {"k": 3, "block_size": 300},
+    "mdav_variable": {"k": 3, "block_size": 300},
+    "mic_ir": {"k": 4},
+    "mic_optimal": {"k": 4},
+    "mic_z": {"k": 4, "block_size": 250},
+    "mic_pcp": {"k": 4, "block_size": 250},
+    "rankswap": {"p": 10},
+    "noise": {"p": 0.1},
+    "resample": {"t": 3},
+    "rescale": {},
+    "distr": {},
+    "jpeg": {"q": 50},
+}
+
+
+@pytest.mark.parametrize("method", sorted(ALL_METHODS))
+def test_every_method_is_reproducible_across_partitions(synthetic, sync_dask, method):
+    params = ALL_METHODS[method]
+    one = masked(synthetic, method, params, nparts=1)
+    assert one["record_id"].tolist() == synthetic["record_id"].tolist()
+    assert np.isfinite(one[VARS].to_numpy()).all()
+    pd.testing.assert_frame_equal(masked(synthetic, method, params, nparts=5), one)
+
+
+@pytest.mark.parametrize("method", ["mdav_variable", "mic_ir", "mic_optimal", "mic_z", "mic_pcp"])
+def test_microaggregation_variants_keep_means_and_group_sizes(synthetic, sync_dask, method):
+    out = masked(synthetic, method, ALL_METHODS[method], nparts=3)
+    np.testing.assert_allclose(out[VARS].mean(), synthetic[VARS].mean(), rtol=1e-12)
+    k = ALL_METHODS[method]["k"]
+    columns = [[v] for v in VARS] if method in ("mic_ir", "mic_optimal") else [VARS]
+    for cols in columns:
+        assert group_sizes(out, cols).min() >= k
+
+
+def test_projection_microaggregation_equals_the_whole_file_method(synthetic, sync_dask):
+    """Blocks hold whole groups of k along the projection, so blocked MicZ is MicZ on the whole file."""
+    from sdc_tasks.masking.univariate import projected_microaggregation
+
+    out = masked(synthetic, "mic_z", {"k": 4, "block_size": 120}, nparts=4)
+    x = synthetic[VARS].to_numpy(np.float64)
+    scores = ((x - x.mean(axis=0)) / x.std(axis=0)).sum(axis=1)
+    expected = projected_microaggregation(x, 4, scores, synthetic["record_id"].to_numpy())
+    np.testing.assert_allclose(out[VARS].to_numpy(), expected, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["resample", "distr"])
+def test_rank_preserving_methods(synthetic, sync_dask, method):
+    out = masked(synthetic, method, ALL_METHODS[method], nparts=2)
+    ids = synthetic["record_id"].to_numpy()
+    for v in VARS:
+        o = np.lexsort((ids, synthetic[v].to_numpy()))
+        assert np.all(np.diff(out[v].to_numpy()[o]) >= 0)
+
+
+def test_noise_with_linear_transformation_restores_means(synthetic, sync_dask):
+    plain = masked(synthetic, "noise", {"p": 0.2}, nparts=2)
+    kim = masked(synthetic, "noise", {"p": 0.2, "linear_transform": True, "correlated": True}, nparts=2)
+    np.testing.assert_allclose(kim[VARS].mean(), synthetic[VARS].mean(), rtol=1e-9)
+    assert (plain[VARS] != synthetic[VARS]).to_numpy().all()
+    ratio = (plain[VARS] - synthetic[VARS]).std(ddof=0) / synthetic[VARS].std(ddof=0)
+    np.testing.assert_allclose(ratio, 0.2, rtol=0.1)
+
+
+def test_rescale_restores_the_reference_means_and_variances(synthetic, sync_dask):
+    noisy = masked(synthetic, "noise", {"p": 0.3}, nparts=2)
+    ddf = dd.from_pandas(noisy, npartitions=3, sort=False)
+    ctx = StepContext(seed=1, step=1, id_column="record_id", reference=dd.from_pandas(synthetic, npartitions=2))
+    result = apply_step(ddf, "rescale", VARS, validate_params("rescale", {}), ctx)
+    out = result.frame.compute()
+    np.testing.assert_allclose(out[VARS].mean(), synthetic[VARS].mean(), rtol=1e-9)
+    np.testing.assert_allclose(out[VARS].var(ddof=0), synthetic[VARS].var(ddof=0), rtol=1e-9)
+
+
+def test_jpeg_stays_in_range(synthetic, sync_dask):
+    out = masked(synthetic, "jpeg", {"q": 20}, nparts=2)
+    assert (out[VARS].min() >= synthetic[VARS].min() - 1e-9).all()
+    assert (out[VARS].max() <= synthetic[VARS].max() + 1e-9).all()
+    assert (out[VARS] != synthetic[VARS]).to_numpy().mean() > 0.5

@@ -38,7 +38,7 @@ def test_bundled_demo_spec_is_valid():
 
 def test_defaults_filled_in():
     spec = parse_spec(BASE)
-    assert spec.steps[0].params == {"k": 3, "group_size": None, "block_size": 10_000}
+    assert spec.steps[0].params == {"k": 3, "group_size": None, "block_size": 12_000}
     assert spec.metrics == ["il", "pil", "dld", "id"]
     assert spec.dask.workers == 2 and spec.dask.address is None
     assert spec.step_variables(0) == ["A", "B"]

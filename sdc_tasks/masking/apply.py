@@ -13,7 +13,6 @@ stays in cluster memory between them. ``apply_step`` runs all three with a scrat
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -24,23 +23,22 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
-from sdc_tasks.io import read_table, write_parquet
-from sdc_tasks.masking.mdav import microaggregate_block
-from sdc_tasks.masking.rankswap import rank_swap_column
 from sdc_tasks.randomness import rng_for
-from sdc_tasks.stats.moments import moments_graph
+from sdc_tasks.stats.moments import moments_graph, settled
 
 TARGET_PARTITION_ROWS = 250_000
 
 
 @dataclass(frozen=True)
 class StepContext:
-    """What a step needs besides its parameters: seed, step number, id column and strata column."""
+    """What a step needs besides its parameters: seed, step number, id column, strata column, and the
+    release's original records (``reference``, a Dask collection) for steps that restore its statistics."""
 
     seed: int
     step: int
     id_column: str
     strata: str | None = None
+    reference: Any = None
 
 
 @dataclass
@@ -71,87 +69,138 @@ def _positions_meta(variables: list[str]) -> pd.DataFrame:
 # ---- block stage (statistical_databases_survey.txt, Microaggregation: MDAV applied per block) ----
 
 
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
+    ``zsum``: the sum of z-scores; ``id``: the record id), the number of levels, and the unit blocks are made
+    of (k for methods whose groups must not straddle blocks)."""
+
+    axes: str = "principal"
+    levels: int = 2
+
+
 def _work_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,
-                codes: dict, center: np.ndarray, scale: np.ndarray, axis: np.ndarray) -> pd.DataFrame:
-    """Per record: id, position, stratum code, projection on the principal axis, the variables."""
+                codes: dict, center: np.ndarray, scale: np.ndarray, axes: np.ndarray) -> pd.DataFrame:
+    """Per record: id, position, stratum code (the first grouping), scores on the principal axes, the variables."""
     x = part[variables].to_numpy(dtype=np.float64)
     z = (x - center) / np.where(scale > 0, scale, 1.0)
+    scores = z @ axes
     out = pd.DataFrame({
         id_col: part[id_col].to_numpy(),
         B.POS_COL: np.arange(offset, offset + len(part), dtype=np.int64),
-        B.STRATUM_COL: (part[strata].map(codes).to_numpy(dtype=np.int64) if strata else np.zeros(len(part), np.int64)),
-        B.PROJ_COL: z @ axis,
+        B.BLOCK_COL: (part[strata].map(codes).to_numpy(dtype=np.int64) if strata else np.zeros(len(part), np.int64)),
     })
+    for a in range(axes.shape[1]):
+        out[f"{B.PROJ_COL}{a}"] = scores[:, a]
     for j, v in enumerate(variables):
         out[v] = x[:, j]
     return out
 
 
-def _with_blocks(part: pd.DataFrame, offset: int, starts: np.ndarray, sizes: np.ndarray,
-                 nblocks: np.ndarray) -> pd.DataFrame:
-    """Add the block id of each record of one sorted partition starting at global rank ``offset``."""
+def _regrouped(part: pd.DataFrame, offset: int, sizes: np.ndarray, parts: np.ndarray, unit: int) -> pd.DataFrame:
+    """Replace each record's group by its part, from its global rank ``offset + row`` in sorted order."""
     rank = np.arange(offset, offset + len(part), dtype=np.int64)
     out = part.copy()
-    out[B.BLOCK_COL] = B.block_of_rank(rank, part[B.STRATUM_COL].to_numpy(), starts, sizes, nblocks)
+    out[B.BLOCK_COL] = B.part_of_rank(rank, part[B.BLOCK_COL].to_numpy(), sizes, parts, unit)
     return out
 
 
-def block_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext) -> Staged:
-    """Data-driven blocks: records sorted by (stratum, projection on the first principal axis of the
-    standardized variables, id) and cut into blocks of >= block_size records per stratum (sizes differ by at
-    most one); partitions hold whole blocks. Nothing depends on the worker or partition count."""
-    k, block_size = params["k"], params["block_size"]
+def _split_level(frame: dd.DataFrame, key: str, id_col: str, sizes: np.ndarray, parts: np.ndarray, unit: int):
+    """Sort by (group, key, id) and cut every group into ``parts`` by rank; returns (frame, persisted sort)."""
+    by = [B.BLOCK_COL, key] if key == id_col else [B.BLOCK_COL, key, id_col]
+    ordered = frame.sort_values(by).persist()
+    offsets = B.offsets_of(B.partition_lengths(ordered))
+    pieces = [dask.delayed(_regrouped)(part, int(offsets[i]), sizes, parts, unit)
+              for i, part in enumerate(ordered.to_delayed())]
+    return dd.from_delayed(pieces, meta=ordered._meta, verify_meta=False), ordered
+
+
+def _axes(m, plan: BlockPlan, p: int) -> np.ndarray:
+    """The projection axes (p, levels) of a plan; none for a plan that sorts on the id."""
+    if plan.axes == "zsum":
+        return np.ones((p, 1))
+    if plan.axes == "principal":
+        return settled(B.principal_axes(m, min(plan.levels, p)))
+    return np.zeros((p, 0))
+
+
+def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: int, ctx: StepContext,
+                  plan: BlockPlan = BlockPlan(), unit: int = 1) -> Staged:
+    """Data-driven blocks by recursive sort-tile partitioning: within each stratum, records are sorted on the
+    plan's first key (ties by id) and cut by rank into slabs, each slab sorted on the next key and cut
+    again, the last level into blocks of >= block_size records made of whole ``unit``s (sizes within a
+    parent differ by at most one unit). Partitions hold whole blocks. Nothing depends on the worker or
+    partition count."""
     offsets = B.offsets_of(B.partition_lengths(ddf))
     labels = stratum_labels(ddf, ctx.strata)
     codes = {lab: i for i, lab in enumerate(labels)}
     m = moments_graph(ddf, variables).compute()
-    axis = B.settled(B.principal_axis(m))
-    args = (variables, ctx.id_column, ctx.strata, codes, B.settled(m.mean), B.settled(m.sd), axis)
+    axes = _axes(m, plan, len(variables))
+    args = (variables, ctx.id_column, ctx.strata, codes, settled(m.mean), settled(m.sd), axes)
     work_parts = [dask.delayed(_work_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
-    work = dd.from_delayed(work_parts, meta=_work_frame(ddf._meta, 0, *args), verify_meta=False)
-    ordered = work.sort_values([B.STRATUM_COL, B.PROJ_COL, ctx.id_column]).persist()
-    sizes = np.bincount(ordered[B.STRATUM_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
-    too_small = [str(labels[i]) for i, s in enumerate(sizes) if s < k]
+    frame = dd.from_delayed(work_parts, meta=_work_frame(ddf._meta, 0, *args), verify_meta=False)
+    sizes = np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
+    too_small = [str(labels[i]) for i, n in enumerate(sizes) if n < max(k, unit)]
     if too_small:
-        raise ValueError(f"mdav: k = {k} but stratum {too_small[0]!r} has fewer than k records")
-    starts, nblocks = B.block_layout(sizes, block_size)
-    sorted_lengths = B.partition_lengths(ordered)
-    sorted_offsets = B.offsets_of(sorted_lengths)
-    blocked = [
-        dask.delayed(_with_blocks)(part, int(sorted_offsets[i]), starts, sizes, nblocks)
-        for i, part in enumerate(ordered.to_delayed())
-    ]
-    cuts = B.block_cuts(B.block_starts(sizes, block_size), int(sizes.sum()), max(block_size, TARGET_PARTITION_ROWS))
-    aligned = B.cut_rows(blocked, sorted_lengths, cuts)
-    meta = _with_blocks(ordered._meta, 0, starts, sizes, nblocks)
-    return Staged(dd.from_delayed(aligned, meta=meta, verify_meta=False), int(nblocks.sum()), (ordered,))
+        raise ValueError(f"k = {k} but stratum {too_small[0]!r} has fewer than k records")
+    keys = [f"{B.PROJ_COL}{a}" for a in range(axes.shape[1])] or [ctx.id_column]
+    pinned = []
+    for level, key in enumerate(keys):
+        parts = B.fanout(sizes, block_size, len(keys) - level, unit)
+        frame, ordered = _split_level(frame, key, ctx.id_column, sizes, parts, unit)
+        pinned.append(ordered)
+        sizes = B.split_sizes(sizes, parts, unit)
+    frame = frame.persist()
+    pinned.append(frame)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, TARGET_PARTITION_ROWS))
+    aligned = B.cut_rows(frame.to_delayed(), B.partition_lengths(frame), cuts)
+    return Staged(dd.from_delayed(aligned, meta=frame._meta, verify_meta=False), len(sizes), tuple(pinned))
 
 
-# ---- mask stage ----
+# ---- mask stage: three shapes of kernel ----
+
+BlockKernel = Callable[[pd.DataFrame, np.ndarray, np.ndarray, dict, "BlockStats"], np.ndarray]
+ColumnKernel = Callable[[np.ndarray, np.ndarray, dict, np.random.Generator], np.ndarray]
 
 
-def _microaggregate_blocks(part: pd.DataFrame, variables: list[str], id_col: str, k: int,
-                           group_size: int | None, center: np.ndarray, scale: np.ndarray) -> pd.DataFrame:
-    """MDAV on each whole block of one block-aligned partition (rows in id order); positions and group means."""
+@dataclass(frozen=True)
+class BlockStats:
+    """Global statistics a block kernel may need: mean, population sd, minimum and maximum of each variable."""
+
+    center: np.ndarray
+    scale: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+
+
+def _mask_blocks(part: pd.DataFrame, variables: list[str], id_col: str, kernel: BlockKernel, params: dict,
+                 stats: BlockStats) -> pd.DataFrame:
+    """Run ``kernel`` on each whole block of one block-aligned partition (rows in id order)."""
     if len(part) == 0:
         return _positions_meta(variables)
     pieces = []
     for _, block in part.groupby(B.BLOCK_COL, sort=True):
         block = block.sort_values(id_col, kind="stable")
-        masked = microaggregate_block(block[variables].to_numpy(np.float64), k, center, scale, group_size)
+        masked = kernel(block, block[variables].to_numpy(np.float64), block[id_col].to_numpy(), params, stats)
         piece = pd.DataFrame(masked, columns=variables)
         piece.insert(0, B.POS_COL, block[B.POS_COL].to_numpy())
         pieces.append(piece)
     return pd.concat(pieces, ignore_index=True)
 
 
-def microaggregate_records(blocked: dd.DataFrame, variables: list[str], params: dict[str, Any],
-                           ctx: StepContext) -> dd.DataFrame:
-    """MDAV (statistical_databases_survey.txt, Microaggregation) on every block, standardized with the global
-    mean and population sd, group means on the original scale."""
-    m = moments_graph(blocked, variables).compute()
-    return blocked.map_partitions(_microaggregate_blocks, variables, ctx.id_column, params["k"],
-                                  params["group_size"], B.settled(m.mean), B.settled(m.sd),
+def global_stats(ddf: dd.DataFrame, variables: list[str]) -> BlockStats:
+    """Settled mean and sd (tree-reduced moments) and the extremes of each variable."""
+    m = moments_graph(ddf, variables).compute()
+    lo, hi = dask.compute(ddf[variables].min(), ddf[variables].max())
+    return BlockStats(settled(m.mean), settled(m.sd), lo.to_numpy(np.float64), hi.to_numpy(np.float64))
+
+
+def blocked_records(blocked: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                    kernel: BlockKernel) -> dd.DataFrame:
+    """A block kernel on every block of the block-aligned collection, with global statistics."""
+    stats = global_stats(blocked, variables)
+    return blocked.map_partitions(_mask_blocks, variables, ctx.id_column, kernel, params, stats,
                                   meta=_positions_meta(variables))
 
 
@@ -160,20 +209,20 @@ def _select(part: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return part[columns]
 
 
-def _swap_column(pieces: list[pd.DataFrame], var: str, id_col: str, strata: str | None, p: float,
-                 seed: int, step: int) -> np.ndarray:
-    """Rank-swap one column over its whole scope (the file, or each stratum); values in input row order
-    (statistical_databases_survey.txt, Data swapping and rank swapping)."""
+def _mask_column(pieces: list[pd.DataFrame], var: str, id_col: str, strata: str | None, kernel: ColumnKernel,
+                 params: dict, seed: int, step: int) -> np.ndarray:
+    """One column masked over its whole scope (the file, or each stratum) by a column kernel; values in
+    input row order; random draws keyed by (seed, step, variable, stratum)."""
     frame = pd.concat(pieces, ignore_index=True)
     values = frame[var].to_numpy(dtype=np.float64)
     ids = frame[id_col].to_numpy()
     if strata is None:
-        return rank_swap_column(values, ids, p, rng_for(seed, step, var))
+        return kernel(values, ids, params, rng_for(seed, step, var))
     out = np.empty_like(values)
     labels = frame[strata].to_numpy()
     for label in sorted(pd.unique(labels), key=str):
         idx = np.flatnonzero(labels == label)
-        out[idx] = rank_swap_column(values[idx], ids[idx], p, rng_for(seed, step, var, label))
+        out[idx] = kernel(values[idx], ids[idx], params, rng_for(seed, step, var, label))
     return out
 
 
@@ -185,20 +234,39 @@ def _positions_frame(offset: int, n: int, columns: dict[str, np.ndarray]) -> pd.
     return out
 
 
-def rank_swap_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext) -> dd.DataFrame:
-    """Rank swapping of each variable over the whole file or within each stratum, exact: one column at a time
-    is gathered on one worker; random draws keyed by (seed, step, variable, stratum). The result has the
-    input's partitions and row order."""
+def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                   kernel: ColumnKernel) -> dd.DataFrame:
+    """A column kernel on each variable over the whole file or within each stratum, exact: one column at a
+    time is gathered on one worker. The result has the input's partitions and row order."""
     lengths = B.partition_lengths(ddf)
     offsets = B.offsets_of(lengths)
     parts = ddf.to_delayed()
     keep = [ctx.id_column] + ([ctx.strata] if ctx.strata else [])
-    swapped = {
-        var: dask.delayed(_swap_column)([dask.delayed(_select)(part, keep + [var]) for part in parts],
-                                        var, ctx.id_column, ctx.strata, params["p"], ctx.seed, ctx.step)
+    masked = {
+        var: dask.delayed(_mask_column)([dask.delayed(_select)(part, keep + [var]) for part in parts],
+                                        var, ctx.id_column, ctx.strata, kernel, params, ctx.seed, ctx.step)
         for var in variables
     }
-    pieces = [dask.delayed(_positions_frame)(int(offsets[i]), lengths[i], swapped) for i in range(len(parts))]
+    pieces = [dask.delayed(_positions_frame)(int(offsets[i]), lengths[i], masked) for i in range(len(parts))]
+    return dd.from_delayed(pieces, meta=_positions_meta(variables), verify_meta=False)
+
+
+def _mask_records(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, kernel, params: dict,
+                  context: dict) -> pd.DataFrame:
+    """A record kernel on one partition: each record's masked values depend on the record and global context."""
+    masked = kernel(part[variables].to_numpy(np.float64), part[id_col].to_numpy(), params, context)
+    out = pd.DataFrame({B.POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
+    for j, v in enumerate(variables):
+        out[v] = masked[:, j]
+    return out
+
+
+def record_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                   kernel, context: dict) -> dd.DataFrame:
+    """A record kernel over every partition (aligned with the input)."""
+    offsets = B.offsets_of(B.partition_lengths(ddf))
+    pieces = [dask.delayed(_mask_records)(part, int(offsets[i]), variables, ctx.id_column, kernel, params, context)
+              for i, part in enumerate(ddf.to_delayed())]
     return dd.from_delayed(pieces, meta=_positions_meta(variables), verify_meta=False)
 
 
@@ -249,38 +317,6 @@ def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[st
     return Staged(dd.from_delayed(parts, meta=meta, divisions=source.divisions, verify_meta=False), 0, pinned)
 
 
-@dataclass(frozen=True)
-class MethodStages:
-    """How a registered method runs: whether it needs the block stage, and its mask stage."""
-
-    blocked: bool
-    mask: Callable[..., dd.DataFrame]
-
-
-STAGES: dict[str, MethodStages] = {
-    "mdav": MethodStages(blocked=True, mask=microaggregate_records),
-    "rankswap": MethodStages(blocked=False, mask=rank_swap_records),
-}
-
-
 def scope_count(ddf: dd.DataFrame, ctx: StepContext) -> int:
-    """Number of swap scopes (strata, or the whole file)."""
+    """Number of scopes a whole-scope method runs in (strata, or the whole file)."""
     return len(stratum_labels(ddf, ctx.strata))
-
-
-def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dict[str, Any], ctx: StepContext,
-               work_dir: str | Path | None = None) -> Staged:
-    """Run block, mask and restore for one method, each stage written to Parquet under ``work_dir`` (a
-    temporary directory when None, kept until the returned frame has been computed or written)."""
-    scratch = tempfile.TemporaryDirectory(prefix="sdc-step-") if work_dir is None else None
-    root = Path(scratch.name if scratch else work_dir)
-    stages = STAGES[method]
-    source = ddf
-    blocks = scope_count(ddf, ctx)
-    if stages.blocked:
-        staged = block_records(ddf, variables, params, ctx)
-        write_parquet(staged.frame, root / "blocks")
-        source, blocks = read_table(root / "blocks", "parquet"), staged.blocks
-    write_parquet(stages.mask(source, variables, params, ctx), root / "masked-values")
-    restored = restore_order(ddf, read_table(root / "masked-values", "parquet"), variables)
-    return Staged(restored.frame, blocks, (*restored.pinned, scratch))

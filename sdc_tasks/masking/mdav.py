@@ -143,6 +143,16 @@ def _mdav_labels(z, k):
     return labels
 
 
+def checked_block(z: np.ndarray, k: int, method: str) -> np.ndarray:
+    """The block as finite (n, p) columns; ValueError naming k when 0 < n < k."""
+    zz = _as_columns(z, "z")
+    n = zz.shape[0]
+    if 0 < n < k:
+        raise ValueError(f"k={k} exceeds the number of records n={n}: {method} needs n >= k")
+    _check_finite_rows(zz, "z")
+    return zz
+
+
 def mdav_groups(z: np.ndarray, k: int) -> np.ndarray:
     """Return MDAV group labels (int64, 0..g-1 in order of formation) for the standardized block ``z`` (n, p).
 
@@ -160,14 +170,8 @@ def mdav_groups(z: np.ndarray, k: int) -> np.ndarray:
     or when a row holds a non-finite value; n == 0 gives an empty array.
     """
     k = _check_group_size_k(k)
-    zz = _as_columns(z, "z")
-    n = zz.shape[0]
-    if n == 0:
-        return np.empty(0, dtype=np.int64)
-    if n < k:
-        raise ValueError(f"k={k} exceeds the number of records n={n}: MDAV needs n >= k")
-    _check_finite_rows(zz, "z")
-    return _mdav_labels(zz, k)
+    zz = checked_block(z, k, "MDAV")
+    return _mdav_labels(zz, k) if len(zz) else np.empty(0, dtype=np.int64)
 
 
 def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
@@ -236,11 +240,17 @@ def microaggregate_block(
     independently to each group of attributes".
     sdc_methods_comparison_chapter.txt sec. 2: ``group_size=None`` is Micmul k, 2 is Mic2mul k, etc.
     """
+    return grouped_block(x, center, scale, group_size, lambda z: mdav_groups(z, k))
+
+
+def grouped_block(x: np.ndarray, center: np.ndarray, scale: np.ndarray, group_size: int | None,
+                  labels_of) -> np.ndarray:
+    """Each attribute group of ``x`` grouped by ``labels_of`` on the standardized data and replaced by its
+    group means on the original scale (statistical_databases_survey.txt, Microaggregation)."""
     xx = _as_columns(x, "x")
     _check_finite_rows(xx, "x")
     z = _standardized(xx, center, scale)
     out = np.empty_like(xx)
     for cols in attribute_groups(xx.shape[1], group_size):
-        labels = mdav_groups(z[:, cols], k)
-        out[:, cols] = group_means(xx[:, cols], labels)
+        out[:, cols] = group_means(xx[:, cols], labels_of(z[:, cols]))
     return out

@@ -15,6 +15,8 @@ import math
 import numba
 import numpy as np
 
+from sdc_tasks.masking.checks import column_with_tiebreak
+
 
 def _check_percent(p: float) -> float:
     """Return ``p`` as a float after checking 0 < p <= 100 (the swap range in percent of n)."""
@@ -125,15 +127,7 @@ def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np
     first row holding a non-finite value.
     """
     _check_percent(p)
-    vals = np.asarray(values)
-    if vals.ndim != 1:
-        raise ValueError(f"values must be 1-D, got {vals.ndim} dimensions")
-    ties = np.asarray(tiebreak)
-    if ties.shape != vals.shape:
-        raise ValueError(f"tiebreak must have shape {vals.shape}, got {ties.shape}")
-    finite = np.isfinite(vals)
-    if not finite.all():
-        raise ValueError(f"values has a non-finite value in row {int(np.argmin(finite))}")
+    vals, ties = column_with_tiebreak(values, tiebreak)
     order = np.lexsort((ties, vals))
     perm = rank_swap_permutation(vals.shape[0], p, rng.random(vals.shape[0]))
     out = np.empty_like(vals)

@@ -12,18 +12,63 @@ class _Params(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+DEFAULT_BLOCK_SIZE = 12_000
+
+
 class MdavParams(_Params):
     """MDAV microaggregation (statistical_databases_survey.txt, Microaggregation)."""
 
     k: int = Field(ge=2, description="minimum group size")
     group_size: int | None = Field(default=None, ge=1, description="attributes microaggregated together (None: all)")
-    block_size: int = Field(default=10_000, ge=2, description="records per data-driven block (>= 2k)")
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block (>= 2k)")
+
+
+class MdavVariableParams(MdavParams):
+    """Variable group size microaggregation, groups of k..2k-1 (V-MDAV)."""
+
+    gamma: float = Field(default=0.2, ge=0, description="group extension threshold")
+
+
+class UnivariateParams(_Params):
+    """Univariate microaggregation of each variable: MicIR (chapter sec. 2) or optimal (Hansen-Mukherjee)."""
+
+    k: int = Field(ge=2, description="minimum group size")
+
+
+class ProjectedParams(UnivariateParams):
+    """Microaggregation on a projection: MicZ (z-scores) or MicPCP (first principal component)."""
+
+    block_size: int = Field(default=100_000, ge=2, description="records per block; blocks hold whole groups")
 
 
 class RankSwapParams(_Params):
     """Rank swapping (statistical_databases_survey.txt, Data swapping and rank swapping)."""
 
     p: float = Field(gt=0, le=100, description="largest rank displacement, percent of the swap scope's size")
+
+
+class NoiseParams(_Params):
+    """Additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method."""
+
+    p: float = Field(gt=0, description="noise sd as a fraction of each variable's sd")
+    correlated: bool = False
+    linear_transform: bool = False
+
+
+class ResampleParams(_Params):
+    """Resampling with t samples (chapter sec. 2)."""
+
+    t: int = Field(ge=1, description="number of samples averaged")
+
+
+class NoParams(_Params):
+    """A method without parameters (Distr; rescale)."""
+
+
+class JpegParams(_Params):
+    """JPEG lossy compression of the file as a greyscale image (chapter sec. 2)."""
+
+    q: int = Field(ge=1, le=100, description="JPEG quality, percent")
 
 
 @dataclass(frozen=True)
@@ -35,10 +80,20 @@ class Method:
     summary: str
 
 
-METHODS: dict[str, Method] = {
-    "mdav": Method("mdav", MdavParams, "MDAV fixed-size multivariate microaggregation, blocked"),
-    "rankswap": Method("rankswap", RankSwapParams, "rank swapping (Moore 1996), exact within each scope"),
-}
+METHODS: dict[str, Method] = {m.name: m for m in (
+    Method("mdav", MdavParams, "MDAV fixed-size multivariate microaggregation (Mic2mul..Micmul), blocked"),
+    Method("mdav_variable", MdavVariableParams, "variable group size (k..2k-1) microaggregation, blocked"),
+    Method("mic_ir", UnivariateParams, "individual ranking microaggregation (MicIR), exact per variable"),
+    Method("mic_optimal", UnivariateParams, "optimal univariate microaggregation (Hansen-Mukherjee), exact"),
+    Method("mic_z", ProjectedParams, "microaggregation on the z-scores projection (MicZ), exact"),
+    Method("mic_pcp", ProjectedParams, "microaggregation on the first principal component (MicPCP), exact"),
+    Method("rankswap", RankSwapParams, "rank swapping (Moore 1996), exact within each scope"),
+    Method("noise", NoiseParams, "additive noise, uncorrelated or correlated, optionally Kim's transformation"),
+    Method("resample", ResampleParams, "resampling with t samples, exact per variable"),
+    Method("rescale", NoParams, "rescale to the original means and variances (pil_measures sec. 5)"),
+    Method("distr", NoParams, "best-fitting distribution per variable, rank preserving"),
+    Method("jpeg", JpegParams, "JPEG compression of the file as a greyscale image, tiles in id order"),
+)}
 
 
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -53,8 +108,8 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
         )
         raise ValueError(bad) from None
     values = model.model_dump()
-    if method == "mdav" and values["block_size"] < 2 * values["k"]:
-        raise ValueError(f"parameter 'block_size' of mdav must be at least 2k = {2 * values['k']}")
+    if "block_size" in values and values["block_size"] < 2 * values["k"]:
+        raise ValueError(f"parameter 'block_size' of {method} must be at least 2k = {2 * values['k']}")
     return values
 
 
