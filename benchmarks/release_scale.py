@@ -10,44 +10,13 @@ from __future__ import annotations
 import argparse
 import os
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-import psutil
 import yaml
 
+from peak_memory import PeakRSS
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
-
-
-class PeakRSS:
-    """Samples the summed RSS of this process and its children (the Dask workers) every 0.2 s."""
-
-    def __init__(self) -> None:
-        self.peak = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        me = psutil.Process()
-        while not self._stop.is_set():
-            procs = [me, *me.children(recursive=True)]
-            total = 0
-            for p in procs:
-                try:
-                    total += p.memory_info().rss
-                except psutil.Error:
-                    pass
-            self.peak = max(self.peak, total)
-            time.sleep(0.2)
-
-    def __enter__(self) -> "PeakRSS":
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self._stop.set()
-        self._thread.join()
 
 
 def spec_for(data: Path, out: Path, workers: int, method: str, block_size: int) -> dict:
