@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.evaluate import FAMILIES, evaluate_paths
+from sdc_tasks.evaluate import FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
 from sdc_tasks.io import atomic_output_dir
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.release import ru_points, write_json
@@ -27,14 +27,14 @@ STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
 def information_loss(original: str, masked: str, id_col: str, variables, key_vars, families, pairing) -> dict:
     """The information loss families (IL, matrix measures, brMAE/brMSE, PIL)."""
-    asked = tuple(f for f in families if f in ("il", "pil"))
+    asked = tuple(f for f in families if f in IL_FAMILIES)
     return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing) if asked else {}
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
 def disclosure_risk(original: str, masked: str, id_col: str, variables, key_vars, families, pairing) -> dict:
-    """Distance linkage and interval disclosure."""
-    asked = tuple(f for f in families if f in ("dld", "id"))
+    """Distance and probabilistic linkage and interval disclosure."""
+    asked = tuple(f for f in families if f in RISK_FAMILIES)
     return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing) if asked else {}
 
 

@@ -18,6 +18,7 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks import release as R
 from sdc_tasks.cluster import dask_client
+from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import atomic_output_dir, parquet_row_counts
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.report import write_report
@@ -53,14 +54,14 @@ def write(spec: ReleaseSpec, i: int, previous: str | None, work: str, target: st
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
 def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
     """The information loss families asked for (IL, matrix measures, brMAE/brMSE, PIL)."""
-    families = tuple(f for f in spec.metrics if f in ("il", "pil"))
+    families = tuple(f for f in spec.metrics if f in IL_FAMILIES)
     return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
 def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
-    """DLD and interval disclosure of the masked dataset."""
-    families = tuple(f for f in spec.metrics if f in ("dld", "id"))
+    """Distance and probabilistic linkage and interval disclosure of the masked dataset."""
+    families = tuple(f for f in spec.metrics if f in RISK_FAMILIES)
     return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 

@@ -78,7 +78,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                     "numeric columns)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
-                 families: str = typer.Option("il,pil,dld,id", help="metric families: il, pil, dld, id"),
+                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  workers: int = typer.Option(2, help="Dask workers"),

@@ -22,17 +22,9 @@ from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
-from sdc_tasks.metrics.risk import (
-    ID_PERCENTS,
-    interval_hits,
-    linkage_counts,
-    linkage_credit,
-    scores,
-    sdid_hits,
-)
+from sdc_tasks.linkage import DEFAULT_CELL_ROWS, MASKED_SUFFIX, linkage_graph, probabilistic_linkage_graph
+from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import moments_graph, tree_merge
-
-MASKED_SUFFIX = "__masked"
 
 
 def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
@@ -87,30 +79,9 @@ def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables:
     return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
 
 
-def _tree(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray, scale: np.ndarray) -> cKDTree:
-    """k-d tree of the original records on the given key variables, standardized."""
-    x = pd.concat(parts, ignore_index=True)[keys].to_numpy(np.float64)
-    return cKDTree((x - center) / scale, balanced_tree=False, compact_nodes=False)
-
-
 def _sorted_column(parts: list[pd.Series]) -> np.ndarray:
     """One original column, sorted (exact; one column at a time on one worker)."""
     return np.sort(pd.concat(parts, ignore_index=True).to_numpy(np.float64), kind="stable")
-
-
-def _partition_linkage(part: pd.DataFrame, trees: list[cKDTree], keys: list[str], center: np.ndarray,
-                       scale: np.ndarray) -> np.ndarray:
-    """Summed DLD and DLD2 credits of one paired partition, shape (2, m)."""
-    out = np.zeros((2, len(trees)))
-    if len(part) == 0:
-        return out
-    own = (part[keys].to_numpy(np.float64) - center) / scale
-    mk = (part[[k + MASKED_SUFFIX for k in keys]].to_numpy(np.float64) - center) / scale
-    for i, tree in enumerate(trees):
-        closer, tied = linkage_counts(tree, mk[:, : i + 1], own[:, : i + 1])
-        out[0, i] = linkage_credit(closer, tied, 1).sum()
-        out[1, i] = linkage_credit(closer, tied, 2).sum()
-    return out
 
 
 def _partition_intervals(part: pd.DataFrame, sorted_cols: list[np.ndarray], variables: list[str],
@@ -202,7 +173,21 @@ def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray
     return cKDTree((values - center) / scale)
 
 
-FAMILIES = ("il", "pil", "dld", "id")
+FAMILIES = ("il", "pil", "dld", "pld", "id")
+IL_FAMILIES = ("il", "pil")
+RISK_FAMILIES = ("dld", "pld", "id")
+
+
+def distance_linkage(original: dd.DataFrame, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
+                     center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
+    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2): one blocked exact
+    search per prefix, computed one after the other so only one prefix's cells are in memory at a time."""
+    pair_parts = pairs.to_delayed()
+    sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
+    orig_parts = original[[id_col, *key_vars]].to_delayed()
+    return np.array([dask.compute(linkage_graph(orig_parts, pair_parts, sizes, id_col, key_vars[: i + 1],
+                                                center[: i + 1], scale[: i + 1], n, cell_rows))[0]
+                     for i in range(len(key_vars))])
 
 
 def _count(frame: dd.DataFrame):
@@ -211,15 +196,18 @@ def _count(frame: dd.DataFrame):
 
 
 def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-             key_vars: list[str], families: tuple[str, ...] = FAMILIES, pairing: str = "auto") -> dict:
+             key_vars: list[str], families: tuple[str, ...] = FAMILIES, pairing: str = "auto",
+             cell_rows: int = DEFAULT_CELL_ROWS) -> dict:
     """Return METRICS.md keys for ``masked`` against ``original`` for the families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
-    DLD2_i, DLD) and ``id`` (ID_p, ID, SDID), the scores, and bookkeeping keys n, n_masked, p, key_vars,
-    pairing.
+    DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
+    their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations) and ``id`` (ID_p, ID, SDID),
+    the scores, and bookkeeping keys n, n_masked, p, key_vars, pairing.
 
     ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
     masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
     ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest.
+    ``cell_rows``: about how many original records one spatial cell of the blocked linkage holds.
     """
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
@@ -261,18 +249,17 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
             tasks["sorted"] = [dask.delayed(_sorted_pair)(c) for c in columns]
         if "il" in families and use_id:
             tasks["ranks"] = tree_merge([dask.delayed(_column_rank_errors)(c) for c in columns], _concat_errors)
-    if "dld" in families and key_vars and use_id:
-        center, kscale = mo.mean[ki], scale[ki]
-        key_parts = original[key_vars].to_delayed()
-        trees = [dask.delayed(_tree)(key_parts, key_vars[: i + 1], center[: i + 1], kscale[: i + 1])
-                 for i in range(len(key_vars))]
-        link = [dask.delayed(_partition_linkage)(p, trees, key_vars, center, kscale) for p in pair_parts]
-        tasks["link"] = tree_merge(link, _add)
     if "id" in families and use_id:
         sorted_cols = [dask.delayed(_sorted_column)(original[v].to_delayed()) for v in variables]
         hits = [dask.delayed(_partition_intervals)(p, sorted_cols, variables, sd[vi]) for p in pair_parts]
         tasks["hits"] = tree_merge(hits, _add)
     results = dict(zip(tasks, dask.compute(*tasks.values()))) if tasks else {}
+    if "dld" in families and key_vars and use_id:
+        results["link"] = distance_linkage(original, pairs, id_col, key_vars, mo.mean[ki], scale[ki], n, cell_rows)
+    if "pld" in families and key_vars and use_id:
+        results["pld"] = dask.compute(*probabilistic_linkage_graph(
+            original[[id_col, *key_vars]].to_delayed(), pairs.to_delayed(), id_col, key_vars, mo.mean[ki],
+            scale[ki], n, cell_rows))
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "id" if use_id else "nearest"}
     mov, mmv = mo.subset(vi), mm.subset(vi)
@@ -287,9 +274,15 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if "link" in results:
         dld = 100.0 * results["link"] / n_masked
         for i in range(len(key_vars)):
-            out[f"DLD_{i + 1}"] = float(dld[0, i])
-            out[f"DLD2_{i + 1}"] = float(dld[1, i])
-        out["DLD"] = float(dld[0].mean())
+            out[f"DLD_{i + 1}"] = float(dld[i, 0])
+            out[f"DLD2_{i + 1}"] = float(dld[i, 1])
+        out["DLD"] = float(dld[:, 0].mean())
+    if "pld" in results:
+        model, (correct, reachable) = results["pld"]
+        out["PLD"] = 100.0 * float(correct) / n_masked
+        out["PLD_candidate_recall"] = 100.0 * float(reachable) / n_masked
+        out["PLD_match_prior"] = float(model.p)
+        out["PLD_em_iterations"] = float(model.iterations)
     if "hits" in results:
         pct = 100.0 * results["hits"] / (n_masked * len(variables))
         for j, p in enumerate(ID_PERCENTS):
@@ -302,11 +295,12 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
 
 def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",
                    variables: list[str] | None = None, key_vars: list[str] | None = None,
-                   families: tuple[str, ...] = FAMILIES, pairing: str = "auto") -> dict:
+                   families: tuple[str, ...] = FAMILIES, pairing: str = "auto",
+                   cell_rows: int = DEFAULT_CELL_ROWS) -> dict:
     """Evaluate two files (CSV or Parquet). A file without ``id_col`` gets ids from its row positions;
     variables default to the numeric columns both files share, keys to the first seven variables."""
     a, b, id_used = with_pairing_ids(read_table(original), read_table(masked), id_col)
     variables = variables or [c for c in a.columns if c != id_used and c in b.columns and a[c].dtype.kind in "if"]
     if not variables:
         raise InputError(f"{original} and {masked} share no numeric column to evaluate")
-    return evaluate(a, b, id_used, variables, key_vars or variables[:7], families, pairing)
+    return evaluate(a, b, id_used, variables, key_vars or variables[:7], families, pairing, cell_rows)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from pathlib import Path
 from typing import Any, Literal
 
@@ -12,7 +13,27 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sdc_tasks.masking.registry import METHODS, validate_params
 
-METRIC_FAMILIES = ("il", "pil", "dld", "id")
+METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id")
+
+
+GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that compute it)
+    (r"DLD2?(_\d+)?", ("dld",)),
+    (r"PLD(_candidate_recall)?", ("pld",)),
+    (r"ID(_\d+)?|SDID", ("id",)),
+    (r"IL[1-5]?|IL1s|(MSE|MAE|MV)_\w+|brMAE|brMSE", ("il",)),
+    (r"PIL(_\w+)?", ("pil",)),
+    (r"score_simple", ("il", "dld", "id")),
+    (r"score", ("il", "dld", "pld", "id")),
+    (r"score_pil", ("pil", "dld", "pld", "id")),
+)
+
+
+def families_for_measure(measure: str) -> tuple[str, ...] | None:
+    """The metric families a gated measure needs (None for a key no family computes)."""
+    for pattern, families in GATED_MEASURES:
+        if re.fullmatch(pattern, measure):
+            return families
+    return None
 
 
 class SpecError(ValueError):
@@ -102,7 +123,7 @@ class ReleaseSpec(_Strict):
     create_id: bool = Field(default=False, description="add id_column as the row position when the input has none")
     variables: VariableRoles
     steps: list[StepSpec] = Field(min_length=1)
-    metrics: list[Literal["il", "pil", "dld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
+    metrics: list[Literal["il", "pil", "dld", "pld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
     max_key_vars: int = Field(default=7, ge=1, description="DLD uses the first min(len(key), max_key_vars) keys")
     gate: GateSpec = Field(default_factory=GateSpec)
     output: OutputSpec
@@ -123,6 +144,14 @@ class ReleaseSpec(_Strict):
                     raise ValueError(
                         f"steps.{i}.params.k = {k} is below gate.min_group_size = {self.gate.min_group_size}"
                     )
+        for measure in self.gate.max:
+            needs = families_for_measure(measure)
+            if needs is None:
+                raise ValueError(f"gate.max.{measure}: unknown measure (use a metrics.json key such as DLD, PLD, ID, "
+                                 "DLD_3, SDID or score)")
+            missing = [f for f in needs if f not in self.metrics]
+            if missing:
+                raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
         if self.id_column in self.variables.continuous:
             raise ValueError(f"id_column {self.id_column!r} cannot be a continuous variable")
         return self

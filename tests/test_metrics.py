@@ -23,7 +23,7 @@ from scipy.spatial import cKDTree
 from sdc_tasks.evaluate import evaluate, with_pairing_ids
 from sdc_tasks.io import InputError
 from sdc_tasks.metrics.information_loss import cell_sums, information_loss
-from sdc_tasks.metrics.risk import interval_hits, linkage_counts, linkage_credit, scores, sdid_hits
+from sdc_tasks.metrics.risk import exact_distances, interval_hits, linkage_counts, linkage_credit, scores, sdid_hits
 from sdc_tasks.stats.moments import empty_moments, merge_moments, moments_graph, moments_of, tree_merge
 
 HYPO = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -337,7 +337,7 @@ def credits(originals, masked, own_rows) -> tuple[np.ndarray, np.ndarray]:
         originals = originals[:, None]
     masked = np.asarray(masked, dtype=np.float64).reshape(-1, originals.shape[1])
     tree = cKDTree(originals)
-    closer, tied = linkage_counts(tree, masked, originals[list(own_rows)])
+    closer, tied = linkage_counts(tree, masked, exact_distances(masked, originals[list(own_rows)]))
     return linkage_credit(closer, tied, 1), linkage_credit(closer, tied, 2)
 
 
@@ -412,7 +412,7 @@ def test_distances_do_not_depend_on_memory_layout():
     nearest_is_own = (d.argmin(axis=1) == np.arange(len(x))).sum()
     tree = cKDTree(z)
     for a, b in ((zm, z), (np.asfortranarray(zm), np.asfortranarray(z))):
-        closer, tied = linkage_counts(tree, a, b)
+        closer, tied = linkage_counts(tree, a, exact_distances(a, b))
         # counts come from the 3 nearest: either all 3 are strictly closer than the own original, or the
         # own original is among them and then tied with itself
         assert np.all((tied >= 1) | (closer == 3))

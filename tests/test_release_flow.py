@@ -60,13 +60,17 @@ def test_release_writes_every_output(published, census):
 def test_metrics_json_has_metrics_md_keys(published):
     out, summary = published
     metrics = json.loads((out / "metrics.json").read_text())
-    for key in ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "DLD", "ID", "score_simple", "SDID",
+    for key in ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil",
+                "SDID",
                 *[f"DLD_{i}" for i in range(1, 8)], *[f"DLD2_{i}" for i in range(1, 8)],
                 *[f"ID_{p}" for p in range(1, 11)]]:
         assert isinstance(metrics[key], float), key
     assert metrics["IL2"] < 1e-9  # microaggregation preserves means
     assert metrics["score_simple"] == pytest.approx(0.5 * metrics["IL"] + 0.25 * metrics["DLD"]
                                                     + 0.25 * metrics["ID"])
+    assert metrics["score"] == pytest.approx(0.5 * metrics["IL"] + 0.125 * metrics["DLD"]
+                                             + 0.125 * metrics["PLD"] + 0.25 * metrics["ID"])
+    assert 0 < metrics["PLD"] <= metrics["PLD_candidate_recall"] <= 100
     assert metrics["n"] == metrics["n_masked"] == 1080
     assert summary["gate"]["passed"] and summary["gate"]["published"]
 
@@ -100,9 +104,11 @@ def test_rerun_gives_identical_files(published, tmp_path):
     assert first == second
 
 
-def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path):
-    spec = write_spec(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0}})
-    with pytest.raises(GateRefused, match=r"DLD = [0-9.]+ > limit 1"):
+@pytest.mark.parametrize("limits,message", [({"DLD": 1.0, "ID": 99.0}, r"DLD = [0-9.]+ > limit 1 "),
+                                            ({"PLD": 5.0, "DLD": 99.0}, r"PLD = [0-9.]+ > limit 5 ")])
+def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, message):
+    spec = write_spec(tmp_path, gate={"max": limits})
+    with pytest.raises(GateRefused, match=message):
         run(spec)
     out = tmp_path / "release"
     assert not (out / "masked").exists()

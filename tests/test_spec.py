@@ -39,7 +39,7 @@ def test_bundled_demo_spec_is_valid():
 def test_defaults_filled_in():
     spec = parse_spec(BASE)
     assert spec.steps[0].params == {"k": 3, "group_size": None, "block_size": 12_000}
-    assert spec.metrics == ["il", "pil", "dld", "id"]
+    assert spec.metrics == ["il", "pil", "dld", "pld", "id"]
     assert spec.dask.workers == 2 and spec.dask.address is None
     assert spec.step_variables(0) == ["A", "B"]
 
@@ -78,6 +78,26 @@ def test_gate_min_group_size_checks_k():
     data = with_("gate", {"min_group_size": 5})
     with pytest.raises(SpecError, match="min_group_size"):
         parse_spec(data)
+
+
+@pytest.mark.parametrize("gate,metrics,expected", [
+    ({"FOO": 1.0}, None, "gate.max.FOO: unknown measure"),
+    ({"PLD": 5.0}, ["il", "dld", "id"], "gate.max.PLD: needs metric family 'pld'"),
+    ({"score": 30.0}, ["il", "dld", "id"], "gate.max.score: needs metric family 'pld'"),
+    ({"DLD_3": 5.0}, ["il", "id"], "gate.max.DLD_3: needs metric family 'dld'"),
+])
+def test_gated_measure_must_be_known_and_computed(gate, metrics, expected):
+    data = with_("gate.max", gate)
+    if metrics is not None:
+        data["metrics"] = metrics
+    with pytest.raises(SpecError, match=expected):
+        parse_spec(data)
+
+
+def test_gate_accepts_every_risk_measure():
+    gate = {"DLD": 5, "DLD2_7": 5, "PLD": 5, "ID": 50, "ID_10": 60, "SDID": 10, "score": 40, "score_simple": 40,
+            "score_pil": 40, "IL": 20, "PIL_m1": 0.5}
+    assert parse_spec(with_("gate.max", gate)).gate.max == gate
 
 
 def test_unknown_top_level_field_rejected():

@@ -14,7 +14,6 @@ stays in cluster memory between them. ``apply_step`` runs all three with a scrat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, Callable
 
 import dask

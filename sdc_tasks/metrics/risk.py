@@ -48,34 +48,59 @@ def linkage_credit(closer: np.ndarray, tied: np.ndarray, position: int) -> np.nd
     return np.where(hit, 1.0 / np.maximum(tied, 1), 0.0)
 
 
-def _rank_counts_fallback(tree: cKDTree, masked: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+QUERY_CHUNK = 4096
+
+
+def search_radius(d_own: np.ndarray) -> np.ndarray:
+    """Radius of the ball that holds every original record nearer than or tied with the own original (never 0:
+    the k-d tree compares squared distances strictly below the squared bound, so a 0 radius would find nothing)."""
+    return d_own * (1 + 2 * TIE_RTOL) + 1e-100
+
+
+def _ball_counts(tree: cKDTree, q: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Strictly-closer and tied counts by a ball query (used only where the 3 nearest cannot decide)."""
-    closer = np.empty(len(masked), dtype=np.int64)
-    tied = np.empty(len(masked), dtype=np.int64)
-    for i, (q, r) in enumerate(zip(masked, d_own)):
-        idx = tree.query_ball_point(q, r * (1 + 2 * TIE_RTOL) + 1e-300)
-        d = exact_distances(tree.data[idx], q)
-        closer[i], tied[i] = _closer_tied(d, r)
+    closer = np.empty(len(q), dtype=np.int64)
+    tied = np.empty(len(q), dtype=np.int64)
+    for i, (point, r, ball) in enumerate(zip(q, d_own, search_radius(d_own))):
+        idx = tree.query_ball_point(point, ball)
+        closer[i], tied[i] = _closer_tied(exact_distances(tree.data[idx], point), r)
     return closer, tied
 
 
-def linkage_counts(tree: cKDTree, masked: np.ndarray, own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """For each masked record: how many originals are strictly nearer than its own original, and how many
-    (own included) are as near (to TIE_RTOL relative). Only counts 0, 1 and 2 matter for DLD/DLD2; larger
-    counts are capped.
+def _nearest_within(tree: cKDTree, q: np.ndarray, d_own: np.ndarray, kk: int) -> np.ndarray:
+    """Exact distances to the ``kk`` nearest records of the tree that lie within the search radius (inf where
+    fewer do). Queries go in chunks of similar radius, each bounded by its largest radius, so the search stops
+    early even where the nearest records are far."""
+    out = np.full((len(q), kk), np.inf)
+    order = np.argsort(d_own, kind="stable")
+    for chunk in np.array_split(order, max(1, -(-len(order) // QUERY_CHUNK))):
+        if len(chunk) == 0:
+            continue
+        bound = float(search_radius(d_own[chunk]).max())
+        _, idx = tree.query(q[chunk], k=kk, distance_upper_bound=bound)
+        idx = np.asarray(idx).reshape(len(chunk), kk)
+        found = idx < tree.n
+        d = exact_distances(tree.data[np.where(found, idx, 0)], q[chunk][:, None, :])
+        out[chunk] = np.where(found, d, np.inf)
+    return out
 
-    Distance-based record linkage, sdc_methods_comparison_chapter.txt sec. 3; both inputs already standardized.
+
+def linkage_counts(tree: cKDTree, q: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """For each query record: how many records of ``tree`` are strictly nearer than ``d_own`` (its distance to its
+    own original) and how many are as near (to TIE_RTOL relative). The tied count is exact wherever fewer than
+    two are strictly nearer; otherwise only "two or more nearer" is certain (enough for DLD and DLD2).
+
+    Distance-based record linkage, sdc_methods_comparison_chapter.txt sec. 3; inputs already standardized.
+    Counts over disjoint sets of originals add up, which is what makes the blocked search exact.
     """
-    d_own = exact_distances(masked, own)
+    if tree is None or tree.n == 0 or len(q) == 0:
+        return np.zeros(len(q), dtype=np.int64), np.zeros(len(q), dtype=np.int64)
     kk = min(3, tree.n)
-    _, idx = tree.query(masked, k=kk)
-    idx = idx.reshape(len(masked), kk)
-    d_nn = exact_distances(tree.data[idx], masked[:, None, :])
+    d_nn = _nearest_within(tree, q, d_own, kk)
     closer, tied = _closer_tied(d_nn, d_own[:, None])
-    undecided = (d_nn.max(axis=1) <= d_own * (1 + 2 * TIE_RTOL)) & (closer < 2) & (kk < tree.n)
+    undecided = (d_nn.max(axis=1) <= search_radius(d_own)) & (closer < 2) & (kk < tree.n)
     if undecided.any():
-        closer_f, tied_f = _rank_counts_fallback(tree, masked[undecided], d_own[undecided])
-        closer[undecided], tied[undecided] = closer_f, tied_f
+        closer[undecided], tied[undecided] = _ball_counts(tree, q[undecided], d_own[undecided])
     return closer, tied
 
 

@@ -1,0 +1,220 @@
+"""Dask graphs for record linkage at scale: exact blocked distance-based linkage (DLD_i, DLD2_i) and
+probabilistic linkage (PLD).
+
+The original records are split into spatial cells on the standardized key variables (a
+:class:`~sdc_tasks.metrics.spatial_blocks.SplitTree` grown from a hash sample of the records; about
+``cell_rows`` records per cell). Each masked record knows its distance to its own original record, so the only
+originals that can decide its linkage credit lie in the ball of that radius around it: the record is sent to
+every cell the ball meets, each cell counts the originals strictly nearer and tied, and the counts, which add
+over disjoint cells, are summed back per masked record. The result equals a brute-force search over the whole
+file while no task holds more than one cell of originals (sdc_methods_comparison_chapter.txt sec. 3,
+Distance-Based Record Linkage; shared/METRICS.md DLD_i, DLD2_i).
+
+Probabilistic linkage (sec. 3, Probabilistic Record Linkage; Jaro 1989) blocks on the same cells: a masked
+record is a candidate for the ``PLD_CANDIDATES`` originals of its cell nearest to it on all key variables.
+Agreement patterns are counted per cell and summed, the Fellegi-Sunter model is fitted once by EM on the
+summed counts, and each cell is then assigned one-to-one by maximum total weight. Candidate pairs never cross
+cells, so the per-cell assignments together are the optimal assignment of the whole candidate graph.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import dask
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.metrics import pld
+from sdc_tasks.metrics.risk import exact_distances, linkage_counts, linkage_credit, search_radius
+from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_mask, split_tree
+from sdc_tasks.stats.moments import tree_merge
+
+DEFAULT_CELL_ROWS = 250_000
+SAMPLE_ROWS_PER_CELL = 4_000
+MASKED_SUFFIX = "__masked"
+PLD_CANDIDATES = 5
+MAX_PATTERNS = 2**22
+EM_MAX_ITER = 10_000
+
+
+def _standardized(part: pd.DataFrame, columns: list[str], center: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """The given columns of a partition as float64 values standardized with the original's mean and sd."""
+    return (part[columns].to_numpy(np.float64) - center) / scale
+
+
+def _sample(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
+            fraction: float) -> np.ndarray:
+    """Standardized key values of the records of one original partition that fall in the id-hash sample."""
+    keep = sample_mask(part[id_col].to_numpy(), fraction)
+    return _standardized(part[keep], keys, center, scale)
+
+
+def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
+    """The split tree of the pooled sample."""
+    return split_tree(np.concatenate(samples), n_cells)
+
+
+def _route_originals(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
+                     tree: SplitTree, n_cells: int) -> tuple:
+    """One original partition cut by cell: a (ids, standardized key values) piece per cell."""
+    points = _standardized(part, keys, center, scale)
+    leaf = tree.leaves_of(points)
+    ids = part[id_col].to_numpy()
+    return tuple((ids[leaf == c], points[leaf == c]) for c in range(n_cells))
+
+
+def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
+    """A cell from its pieces of every original partition."""
+    return make_cell(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
+
+
+def _route_queries(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
+                   n_cells: int) -> tuple:
+    """One paired partition cut by cell: for each cell, the rows whose search ball meets it, with their masked
+    key values and their distance to their own original (both standardized)."""
+    own = _standardized(part, keys, center, scale)
+    q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
+    d_own = exact_distances(q, own)
+    rows, leaf = tree.ball_leaves(q, search_radius(d_own))
+    return tuple((rows[leaf == c], q[rows[leaf == c]], d_own[rows[leaf == c]]) for c in range(n_cells))
+
+
+def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
+    """For each paired partition, the (rows, strictly closer, tied) counts of the originals of one cell; rows whose
+    ball misses the cell's bounding box are skipped."""
+    out = []
+    for rows, q, d_own in routed:
+        near = cell.min_distance(q) <= search_radius(d_own)
+        closer, tied = linkage_counts(cell.tree, q[near], d_own[near])
+        out.append((rows[near], closer, tied))
+    return tuple(out)
+
+
+def _partition_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
+    """Summed DLD and DLD2 credits of one paired partition from the counts of every cell, shape (2,)."""
+    closer = np.zeros(n_rows, dtype=np.int64)
+    tied = np.zeros(n_rows, dtype=np.int64)
+    for rows, c, t in counts:
+        np.add.at(closer, rows, c)
+        np.add.at(tied, rows, t)
+    return np.array([linkage_credit(closer, tied, 1).sum(), linkage_credit(closer, tied, 2).sum()])
+
+
+def n_cells_for(n: int, cell_rows: int) -> int:
+    """Number of cells for ``n`` original records at about ``cell_rows`` records per cell."""
+    if cell_rows < 1:
+        raise ValueError(f"cell_rows must be a positive integer, not {cell_rows!r}")
+    return max(1, math.ceil(n / cell_rows))
+
+
+def split_graph(orig_parts: list, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray, n: int,
+                cell_rows: int):
+    """Delayed (split tree, cells, number of cells) of the original records on the given keys."""
+    n_cells = n_cells_for(n, cell_rows)
+    fraction = min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / max(n, 1))
+    tree = dask.delayed(_grow)([dask.delayed(_sample)(p, id_col, keys, center, scale, fraction)
+                                for p in orig_parts], n_cells)
+    routed = [dask.delayed(_route_originals, nout=n_cells)(p, id_col, keys, center, scale, tree, n_cells)
+              for p in orig_parts]
+    cells = [dask.delayed(_cell)([r[c] for r in routed]) for c in range(n_cells)]
+    return tree, cells, n_cells
+
+
+def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
+                  center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS):
+    """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables."""
+    tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
+    queries = [dask.delayed(_route_queries, nout=n_cells)(p, keys, center, scale, tree, n_cells)
+               for p in pair_parts]
+    counts = [dask.delayed(_cell_counts, nout=len(pair_parts))(cells[c], [q[c] for q in queries])
+              for c in range(n_cells)]
+    credits = [dask.delayed(_partition_credit)(size, [cnt[p] for cnt in counts])
+               for p, size in enumerate(pair_sizes)]
+    return tree_merge(credits, np.add)
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The candidate pairs of one cell: masked record ``rows[e]`` (of ``masked_ids``) with original ``cols[e]``
+    (of ``orig_ids``), and the agreement pattern code of each pair."""
+
+    masked_ids: np.ndarray
+    orig_ids: np.ndarray
+    rows: np.ndarray
+    cols: np.ndarray
+    codes: np.ndarray
+
+
+def _route_points(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
+                  tree: SplitTree, n_cells: int) -> tuple:
+    """One paired partition cut by the cell holding each masked record: (ids, standardized masked keys) per cell."""
+    q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
+    leaf = tree.leaves_of(q)
+    ids = part[id_col].to_numpy()
+    return tuple((ids[leaf == c], q[leaf == c]) for c in range(n_cells))
+
+
+def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresholds: tuple[float, ...],
+                per_record: int) -> Candidates:
+    """Candidate pairs of one cell: each masked record with its ``per_record`` nearest originals of the cell, and
+    the agreement pattern of each pair from the standardized differences (METRICS.md PLD)."""
+    ids = np.concatenate([p[0] for p in pieces])
+    q = np.concatenate([p[1] for p in pieces])
+    order = np.argsort(ids, kind="stable")
+    ids, q = ids[order], q[order]
+    if cell.tree is None or len(ids) == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return Candidates(ids, cell.ids, empty, empty, empty)
+    kk = min(per_record, cell.tree.n)
+    _, idx = cell.tree.query(q, k=kk)
+    cols = np.asarray(idx, dtype=np.int64).reshape(len(q), kk).ravel()
+    rows = np.repeat(np.arange(len(q)), kk)
+    levels = pld.agreement_levels(np.abs(q[rows] - cell.points[cols]), thresholds)
+    return Candidates(ids, cell.ids, rows, cols, pld.pattern_codes(levels, len(thresholds) + 1))
+
+
+def _cell_patterns(cand: Candidates, n_patterns: int) -> np.ndarray:
+    """Pattern frequencies of one cell's candidate pairs."""
+    return pld.pattern_counts(cand.codes, n_patterns)
+
+
+def _cell_links(cand: Candidates, model: pld.FellegiSunterModel) -> np.ndarray:
+    """(correctly paired records, records whose own original is a candidate) of one cell after the one-to-one
+    maximum-weight assignment (Jaro 1989)."""
+    rows, cols = pld.assign_max_weight(cand.rows, cand.cols, model.weights()[cand.codes], len(cand.masked_ids),
+                                   len(cand.orig_ids))
+    reachable = np.unique(cand.rows[cand.masked_ids[cand.rows] == cand.orig_ids[cand.cols]]).size
+    return np.array([pld.correct_pairs(rows, cols, cand.masked_ids, cand.orig_ids), reachable])
+
+
+def _fit(counts: np.ndarray, m_vars: int, n_levels: int) -> pld.FellegiSunterModel:
+    """The Fellegi-Sunter model fitted by EM on the summed pattern frequencies (up to EM_MAX_ITER iterations,
+    cheap: an iteration costs O(patterns))."""
+    return pld.fit_fellegi_sunter(counts, m_vars, n_levels, max_iter=EM_MAX_ITER)
+
+
+def n_patterns_for(m_vars: int, thresholds: tuple[float, ...]) -> int:
+    """Number of agreement patterns of ``m_vars`` key variables; refuses more than MAX_PATTERNS."""
+    count = (len(thresholds) + 1) ** m_vars
+    if count > MAX_PATTERNS:
+        raise ValueError(f"{m_vars} key variables with {len(thresholds) + 1} agreement levels make {count} "
+                         f"agreement patterns (more than {MAX_PATTERNS}): use fewer key variables or thresholds")
+    return count
+
+
+def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
+                                center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
+                                thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
+                                per_record: int = PLD_CANDIDATES):
+    """Delayed (model, [correctly paired records, records with their own original among the candidates])."""
+    n_patterns = n_patterns_for(len(keys), thresholds)
+    tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
+    routed = [dask.delayed(_route_points, nout=n_cells)(p, id_col, keys, center, scale, tree, n_cells)
+              for p in pair_parts]
+    cands = [dask.delayed(_candidates)(cells[c], [r[c] for r in routed], thresholds, per_record)
+             for c in range(n_cells)]
+    counts = tree_merge([dask.delayed(_cell_patterns)(c, n_patterns) for c in cands], np.add)
+    model = dask.delayed(_fit)(counts, len(keys), len(thresholds) + 1)
+    return model, tree_merge([dask.delayed(_cell_links)(c, model) for c in cands], np.add)

@@ -1,0 +1,162 @@
+"""Blocked exact distance-based linkage equals brute force (sdc_methods_comparison_chapter.txt sec. 3;
+METRICS.md DLD_i, DLD2_i with the 1/t tie rule), whatever the cells and partitions; the spatial split covers
+every record a search ball can hold."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_tasks.evaluate import evaluate
+from sdc_tasks.metrics.spatial_blocks import make_cell, sample_mask, split_tree
+
+TOL = 1e-9
+
+
+def brute_force_dld(x: np.ndarray, xm: np.ndarray, keys: int) -> tuple[list[float], list[float]]:
+    """DLD_i and DLD2_i (percent), i = 1..keys, from every masked-to-original distance (numpy, chunked).
+
+    Standardized with the original's mean and population sd; the own original is tied with the t originals
+    within 1e-9 relative of its distance and earns 1/t for each rank it may take."""
+    mean, sd = x.mean(axis=0), x.std(axis=0)
+    sd = np.where(sd > 0, sd, 1.0)
+    z, zm = (x - mean) / sd, (xm - mean) / sd
+    dld, dld2 = [], []
+    for i in range(1, keys + 1):
+        c1 = c2 = 0.0
+        for start in range(0, len(x), 500):
+            rows = np.arange(start, min(start + 500, len(x)))
+            d = np.sqrt(((zm[rows, None, :i] - z[None, :, :i]) ** 2).sum(axis=2))
+            own = np.sqrt(((zm[rows, :i] - z[rows, :i]) ** 2).sum(axis=1))[:, None]
+            closer = (d < own - TOL * own).sum(axis=1)
+            tied = (np.abs(d - own) <= TOL * own).sum(axis=1)
+            c1 += np.where(closer == 0, 1.0 / tied, 0.0).sum()
+            c2 += np.where((closer < 2) & (closer + tied >= 2), 1.0 / tied, 0.0).sum()
+        dld.append(100 * c1 / len(x))
+        dld2.append(100 * c2 / len(x))
+    return dld, dld2
+
+
+def blocked_dld(x: np.ndarray, xm: np.ndarray, keys: int, cell_rows: int, parts: int) -> tuple[list, list]:
+    """DLD_i and DLD2_i from evaluate() with the given cell size and number of partitions."""
+    cols = [f"v{j}" for j in range(x.shape[1])]
+    ids = np.arange(len(x))
+    orig = pd.DataFrame(x, columns=cols).assign(id=ids)
+    masked = pd.DataFrame(xm, columns=cols).assign(id=ids)
+    with dask.config.set(scheduler="synchronous"):
+        out = evaluate(dd.from_pandas(orig, npartitions=parts), dd.from_pandas(masked, npartitions=parts), "id",
+                       cols, cols[:keys], ("dld",), cell_rows=cell_rows)
+    return [out[f"DLD_{i}"] for i in range(1, keys + 1)], [out[f"DLD2_{i}"] for i in range(1, keys + 1)]
+
+
+def assert_same(blocked, brute):
+    for got, want in zip(blocked, brute):
+        np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
+
+
+def test_blocked_linkage_equals_brute_force_on_1e4_records():
+    rng = np.random.default_rng(5)
+    n = 10_000
+    x = rng.lognormal(size=(n, 3)) * [10.0, 3.0, 200.0]
+    xm = x + rng.normal(size=(n, 3)) * x.std(axis=0) * 0.05
+    brute = brute_force_dld(x, xm, 3)
+    assert 5 < brute[0][2] < 95  # a non-trivial linkage rate
+    assert_same(blocked_dld(x, xm, 3, cell_rows=400, parts=3), brute)
+
+
+@pytest.mark.parametrize("cell_rows,parts", [(40, 1), (97, 4), (10_000, 2)])
+def test_blocked_linkage_equals_brute_force_with_duplicates_ties_and_border_records(cell_rows, parts):
+    # integer lattice values: many duplicate originals, many exact distance ties, split thresholds equal to data
+    # values (records on the cell borders), masked records equal to their original (distance 0) or to others
+    rng = np.random.default_rng(11)
+    n = 1_500
+    x = rng.integers(0, 6, size=(n, 3)).astype(float)
+    xm = x + rng.integers(-1, 2, size=(n, 3)) * (rng.random((n, 1)) < 0.6)
+    xm[:50] = x[rng.integers(0, n, 50)]  # copies of other records
+    brute = brute_force_dld(x, xm, 3)
+    assert_same(blocked_dld(x, xm, 3, cell_rows, parts), brute)
+
+
+def test_blocked_linkage_far_masked_records_search_many_cells():
+    # heavy noise: each search ball meets many cells; the result must still be exact
+    rng = np.random.default_rng(2)
+    x = rng.normal(size=(2_000, 2))
+    xm = x + rng.normal(size=(2_000, 2)) * 0.8
+    assert_same(blocked_dld(x, xm, 2, cell_rows=60, parts=3), brute_force_dld(x, xm, 2))
+
+
+def test_blocked_linkage_constant_key_variable():
+    # a constant key: standardization keeps scale 1, every record ties on it; cells cannot split on it
+    rng = np.random.default_rng(8)
+    x = np.column_stack([np.full(600, 7.0), rng.normal(size=600)])
+    xm = x + np.column_stack([np.zeros(600), rng.normal(size=600) * 0.1])
+    assert_same(blocked_dld(x, xm, 2, cell_rows=50, parts=2), brute_force_dld(x, xm, 2))
+
+
+def test_split_tree_leaves_partition_and_ball_leaves_cover():
+    rng = np.random.default_rng(3)
+    pts = rng.normal(size=(3_000, 3))
+    tree = split_tree(pts[::7], 16)
+    assert tree.n_leaves == 16
+    leaf = tree.leaves_of(pts)
+    counts = np.bincount(leaf, minlength=16)
+    assert counts.min() > 0.4 * len(pts) / 16  # quantile splits give balanced cells
+    q = rng.normal(size=(200, 3))
+    radius = rng.random(200) * 0.8
+    rec, hit = tree.ball_leaves(q, radius)
+    touched = {(r, h) for r, h in zip(rec.tolist(), hit.tolist())}
+    d = np.sqrt(((q[:, None, :] - pts[None, :, :]) ** 2).sum(axis=2))
+    for r, j in zip(*np.nonzero(d <= radius[:, None])):
+        assert (r, leaf[j]) in touched
+
+
+def test_split_tree_on_constant_and_tiny_samples():
+    assert split_tree(np.ones((10, 2)), 8).n_leaves == 1
+    assert split_tree(np.array([[0.0], [1.0]]), 8).n_leaves == 2
+    tree = split_tree(np.array([[0.0], [0.0], [0.0], [1.0]]), 2)  # the cut never leaves a side empty
+    np.testing.assert_array_equal(np.bincount(tree.leaves_of(np.array([[0.0], [0.0], [0.0], [1.0]]))), [3, 1])
+
+
+def test_sample_and_cells_do_not_depend_on_record_order():
+    ids = np.arange(5_000)
+    keep = sample_mask(ids, 0.1)
+    assert 400 < keep.sum() < 600
+    perm = np.random.default_rng(0).permutation(ids)
+    np.testing.assert_array_equal(np.sort(perm[sample_mask(perm, 0.1)]), ids[keep])
+    pts = np.random.default_rng(1).normal(size=(5_000, 2))
+    a, b = make_cell(ids, pts), make_cell(perm, pts[perm])
+    np.testing.assert_array_equal(a.ids, b.ids)
+    np.testing.assert_array_equal(a.points, b.points)
+    assert np.all(a.min_distance(pts) == 0)
+
+
+def pld_of(x: np.ndarray, xm: np.ndarray, cell_rows: int, parts: int) -> dict:
+    """evaluate() with the pld family only."""
+    cols = [f"v{j}" for j in range(x.shape[1])]
+    ids = np.arange(len(x))
+    orig = pd.DataFrame(x, columns=cols).assign(id=ids)
+    masked = pd.DataFrame(xm, columns=cols).assign(id=ids)
+    with dask.config.set(scheduler="synchronous"):
+        return evaluate(dd.from_pandas(orig, npartitions=parts), dd.from_pandas(masked, npartitions=parts), "id",
+                        cols, cols, ("pld",), cell_rows=cell_rows)
+
+
+def test_pld_of_unmasked_file_is_100():
+    x = np.random.default_rng(4).lognormal(size=(800, 3))
+    out = pld_of(x, x.copy(), cell_rows=200, parts=2)
+    assert out["PLD"] == 100.0 and out["PLD_candidate_recall"] == 100.0
+
+
+def test_pld_falls_with_noise_and_does_not_depend_on_partitions():
+    rng = np.random.default_rng(6)
+    x = rng.normal(size=(3_000, 4))
+    light = x + rng.normal(size=x.shape) * 0.05
+    heavy = x + rng.normal(size=x.shape) * 0.6
+    a = pld_of(x, light, cell_rows=700, parts=1)
+    assert a == pld_of(x, light, cell_rows=700, parts=4)
+    b = pld_of(x, heavy, cell_rows=700, parts=3)
+    assert b["PLD"] < a["PLD"] <= a["PLD_candidate_recall"]
+    assert a["PLD"] > 80 and b["PLD"] < 30
