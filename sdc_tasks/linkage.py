@@ -44,6 +44,13 @@ def _standardized(part: pd.DataFrame, columns: list[str], center: np.ndarray, sc
     return (part[columns].to_numpy(np.float64) - center) / scale
 
 
+def _by_cell(cell: np.ndarray, n_cells: int, *arrays: np.ndarray) -> tuple:
+    """The rows of each array grouped by cell number: one tuple of row subsets per cell (one stable sort)."""
+    order = np.argsort(cell, kind="stable")
+    bounds = np.searchsorted(cell[order], np.arange(n_cells + 1))
+    return tuple(tuple(a[order[lo:hi]] for a in arrays) for lo, hi in zip(bounds[:-1], bounds[1:]))
+
+
 def _sample(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
             fraction: float) -> np.ndarray:
     """Standardized key values of the records of one original partition that fall in the id-hash sample."""
@@ -60,9 +67,7 @@ def _route_originals(part: pd.DataFrame, id_col: str, keys: list[str], center: n
                      tree: SplitTree, n_cells: int) -> tuple:
     """One original partition cut by cell: a (ids, standardized key values) piece per cell."""
     points = _standardized(part, keys, center, scale)
-    leaf = tree.leaves_of(points)
-    ids = part[id_col].to_numpy()
-    return tuple((ids[leaf == c], points[leaf == c]) for c in range(n_cells))
+    return _by_cell(tree.leaves_of(points), n_cells, part[id_col].to_numpy(), points)
 
 
 def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
@@ -78,7 +83,7 @@ def _route_queries(part: pd.DataFrame, keys: list[str], center: np.ndarray, scal
     q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
     d_own = exact_distances(q, own)
     rows, leaf = tree.ball_leaves(q, search_radius(d_own))
-    return tuple((rows[leaf == c], q[rows[leaf == c]], d_own[rows[leaf == c]]) for c in range(n_cells))
+    return _by_cell(leaf, n_cells, rows, q[rows], d_own[rows])
 
 
 def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
@@ -151,9 +156,7 @@ def _route_points(part: pd.DataFrame, id_col: str, keys: list[str], center: np.n
                   tree: SplitTree, n_cells: int) -> tuple:
     """One paired partition cut by the cell holding each masked record: (ids, standardized masked keys) per cell."""
     q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
-    leaf = tree.leaves_of(q)
-    ids = part[id_col].to_numpy()
-    return tuple((ids[leaf == c], q[leaf == c]) for c in range(n_cells))
+    return _by_cell(tree.leaves_of(q), n_cells, part[id_col].to_numpy(), q)
 
 
 def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresholds: tuple[float, ...],
