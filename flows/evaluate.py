@@ -15,7 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.evaluate import FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
+from sdc_tasks.evaluate import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
 from sdc_tasks.io import atomic_output_dir
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.release import ru_points, write_json
@@ -55,7 +55,7 @@ def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id"
              workers: int = 2, overwrite: bool = False) -> dict:
     """Evaluate ``masked`` against ``original`` and write the metrics and report to ``out_dir``."""
     log = get_run_logger()
-    fams = tuple(families or FAMILIES)
+    fams = tuple(families or DEFAULT_FAMILIES)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     name = f"{Path(masked).name} vs {Path(original).name}"
     with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:

@@ -17,34 +17,22 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from sdc_tasks.io import InputError, read_table
+from sdc_tasks.io import InputError, add_row_ids
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
-from sdc_tasks.linkage import DEFAULT_CELL_ROWS, MASKED_SUFFIX, linkage_graph, probabilistic_linkage_graph
+from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, linkage_graph,
+                              probabilistic_linkage_graph, published_linkage_graph)
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import moments_graph, tree_merge
-
-
-def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
-    """Raise InputError naming the first column of ``columns`` missing from ``ddf``."""
-    missing = [c for c in columns if c not in ddf.columns]
-    if missing:
-        raise InputError(f"{what} has no column {missing[0]!r} (columns: {', '.join(map(str, ddf.columns))})")
-
-
-def _positions(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
-    """``ddf`` with an int64 id column holding each record's global row position."""
-    from sdc_tasks.release import add_row_ids
-
-    return add_row_ids(ddf, id_col)
+from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
 
 def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
     """Return (original, masked, id column) where a file lacking ``id_col`` gets it from its row positions
     (0-based, as ``sdc mask`` creates it), so files without ids are paired by row position."""
-    fill = [None if f is None or id_col in f.columns else _positions(f, id_col) for f in (original, masked)]
+    fill = [None if f is None or id_col in f.columns else add_row_ids(f, id_col) for f in (original, masked)]
     return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
 
 
@@ -173,21 +161,34 @@ def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray
     return cKDTree((values - center) / scale)
 
 
-FAMILIES = ("il", "pil", "dld", "pld", "id")
+FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published")
+DEFAULT_FAMILIES = FAMILIES[:5]
 IL_FAMILIES = ("il", "pil")
-RISK_FAMILIES = ("dld", "pld", "id")
+RISK_FAMILIES = ("dld", "pld", "id", "dld_published")
+
+
+def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
+    """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
+    ``graph(pair_parts, sizes, i)``: one blocked exact search per prefix, computed one after the other so only
+    one prefix's cells are in memory at a time."""
+    pair_parts = pairs.to_delayed()
+    sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
+    return np.array([dask.compute(graph(pair_parts, sizes, i + 1))[0] for i in range(len(key_vars))])
 
 
 def distance_linkage(original: dd.DataFrame, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
                      center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
-    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2): one blocked exact
-    search per prefix, computed one after the other so only one prefix's cells are in memory at a time."""
-    pair_parts = pairs.to_delayed()
-    sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
+    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (METRICS.md DLD_i)."""
     orig_parts = original[[id_col, *key_vars]].to_delayed()
-    return np.array([dask.compute(linkage_graph(orig_parts, pair_parts, sizes, id_col, key_vars[: i + 1],
-                                                center[: i + 1], scale[: i + 1], n, cell_rows))[0]
-                     for i in range(len(key_vars))])
+    return _per_prefix(pairs, key_vars, lambda parts, sizes, i: linkage_graph(
+        orig_parts, parts, sizes, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))
+
+
+def published_distance_linkage(pairs: dd.DataFrame, id_col: str, key_vars: list[str], cell_rows: int) -> np.ndarray:
+    """Linked counts of the published Table 1 setup for the first i key variables, i = 1..m, shape (m, 2)
+    (linkage.published_linkage_graph)."""
+    return _per_prefix(pairs, key_vars, lambda parts, sizes, i: published_linkage_graph(
+        parts, sizes, id_col, key_vars[:i], cell_rows))
 
 
 def _count(frame: dd.DataFrame):
@@ -195,25 +196,32 @@ def _count(frame: dd.DataFrame):
     return dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
 
 
-def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-             key_vars: list[str], families: tuple[str, ...] = FAMILIES, pairing: str = "auto",
-             cell_rows: int = DEFAULT_CELL_ROWS) -> dict:
-    """Return METRICS.md keys for ``masked`` against ``original`` for the families asked for: ``il``
-    (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
-    DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
-    their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations) and ``id`` (ID_p, ID, SDID),
-    the scores, and bookkeeping keys n, n_masked, p, key_vars, pairing.
-
-    ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
-    masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
-    ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest.
-    ``cell_rows``: about how many original records one spatial cell of the blocked linkage holds.
-    """
+def check_options(families: tuple[str, ...], pairing: str) -> None:
+    """Raise InputError naming an unknown metric family or pairing."""
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         raise InputError(f"unknown metric family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     if pairing not in ("auto", "id", "nearest"):
         raise InputError(f"pairing must be auto, id or nearest, not {pairing!r}")
+
+
+def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+             key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
+             cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
+    """Return METRICS.md keys for ``masked`` against ``original`` for the families asked for: ``il``
+    (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
+    DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
+    their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations), ``id`` (ID_p, ID, SDID) and, not
+    by default, ``dld_published`` (DLDpub_i, DLDpub: distance linkage as the chapter's Table 1 was computed,
+    docs/reproduction.md), the scores, and bookkeeping keys n, n_masked, p, key_vars, pairing.
+
+    ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
+    masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
+    ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest.
+    ``cell_rows``: about how many original records one spatial cell of the blocked distance linkage holds;
+    ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
+    """
+    check_options(families, pairing)
     check_columns(original, [id_col, *variables, *key_vars], "original file")
     check_columns(masked, [id_col, *variables, *key_vars], "masked file")
     cols = list(dict.fromkeys([*variables, *key_vars]))
@@ -256,10 +264,12 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     results = dict(zip(tasks, dask.compute(*tasks.values()))) if tasks else {}
     if "dld" in families and key_vars and use_id:
         results["link"] = distance_linkage(original, pairs, id_col, key_vars, mo.mean[ki], scale[ki], n, cell_rows)
+    if "dld_published" in families and key_vars and use_id:
+        results["published"] = published_distance_linkage(pairs, id_col, key_vars, cell_rows)
     if "pld" in families and key_vars and use_id:
         results["pld"] = dask.compute(*probabilistic_linkage_graph(
             original[[id_col, *key_vars]].to_delayed(), pairs.to_delayed(), id_col, key_vars, mo.mean[ki],
-            scale[ki], n, cell_rows))
+            scale[ki], n, pld_cell_rows))
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "id" if use_id else "nearest"}
     mov, mmv = mo.subset(vi), mm.subset(vi)
@@ -277,6 +287,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
             out[f"DLD_{i + 1}"] = float(dld[i, 0])
             out[f"DLD2_{i + 1}"] = float(dld[i, 1])
         out["DLD"] = float(dld[:, 0].mean())
+    if "published" in results:
+        pub = 100.0 * results["published"][:, 0] / n_masked
+        out.update({f"DLDpub_{i + 1}": float(v) for i, v in enumerate(pub)})
+        out["DLDpub"] = float(pub.mean())
     if "pld" in results:
         model, (correct, reachable) = results["pld"]
         out["PLD"] = 100.0 * float(correct) / n_masked
@@ -295,12 +309,14 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
 
 def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",
                    variables: list[str] | None = None, key_vars: list[str] | None = None,
-                   families: tuple[str, ...] = FAMILIES, pairing: str = "auto",
-                   cell_rows: int = DEFAULT_CELL_ROWS) -> dict:
-    """Evaluate two files (CSV or Parquet). A file without ``id_col`` gets ids from its row positions;
-    variables default to the numeric columns both files share, keys to the first seven variables."""
-    a, b, id_used = with_pairing_ids(read_table(original), read_table(masked), id_col)
-    variables = variables or [c for c in a.columns if c != id_used and c in b.columns and a[c].dtype.kind in "if"]
-    if not variables:
-        raise InputError(f"{original} and {masked} share no numeric column to evaluate")
-    return evaluate(a, b, id_used, variables, key_vars or variables[:7], families, pairing, cell_rows)
+                   families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
+                   cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
+    """Evaluate two files (CSV or Parquet) after checking both (validation.load_checked). A file without
+    ``id_col`` gets ids from its row positions; variables default to the original's numeric columns (the
+    masked file must have them all), keys to the first seven variables."""
+    check_options(families, pairing)
+    variables = variables or numeric_columns(original, [id_col], f"original file {original}")
+    key_vars = key_vars or variables[:7]
+    a, _ = load_checked(original, id_col, [*variables, *key_vars], f"original file {original}")
+    b, _ = load_checked(masked, id_col, [*variables, *key_vars], f"masked file {masked}")
+    return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows)

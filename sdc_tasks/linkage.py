@@ -10,7 +10,8 @@ over disjoint cells, are summed back per masked record. The result equals a brut
 file while no task holds more than one cell of originals (sdc_methods_comparison_chapter.txt sec. 3,
 Distance-Based Record Linkage; shared/METRICS.md DLD_i, DLD2_i).
 
-Probabilistic linkage (sec. 3, Probabilistic Record Linkage; Jaro 1989) blocks on the same cells: a masked
+Probabilistic linkage (sec. 3, Probabilistic Record Linkage; Jaro 1989) blocks on cells grown the same way but
+smaller (``PLD_CELL_ROWS``, because the exact assignment of a cell costs more than linearly in its size): a masked
 record is a candidate for the ``PLD_CANDIDATES`` originals of its cell nearest to it on all key variables.
 Agreement patterns are counted per cell and summed, the Fellegi-Sunter model is fitted once by EM on the
 summed counts, and each cell is then assigned one-to-one by maximum total weight. Candidate pairs never cross
@@ -32,6 +33,7 @@ from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_
 from sdc_tasks.stats.moments import tree_merge
 
 DEFAULT_CELL_ROWS = 250_000
+PLD_CELL_ROWS = 20_000
 SAMPLE_ROWS_PER_CELL = 4_000
 MASKED_SUFFIX = "__masked"
 PLD_CANDIDATES = 5
@@ -97,13 +99,19 @@ def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarr
     return tuple(out)
 
 
-def _partition_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> np.ndarray:
-    """Summed DLD and DLD2 credits of one paired partition from the counts of every cell, shape (2,)."""
+def _partition_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                      ties: str = "share") -> np.ndarray:
+    """Summed 'linked' and 'linked to 2nd nearest' credits of one paired partition from the counts of every cell,
+    shape (2,). ``ties="share"``: the METRICS.md rule (1/t among t tied records); ``ties="linked"``: a record
+    counts as linked when no record is strictly nearer than its own, as the published Table 1 was computed
+    (docs/reproduction.md)."""
     closer = np.zeros(n_rows, dtype=np.int64)
     tied = np.zeros(n_rows, dtype=np.int64)
     for rows, c, t in counts:
         np.add.at(closer, rows, c)
         np.add.at(tied, rows, t)
+    if ties == "linked":
+        return np.array([np.count_nonzero(closer == 0), np.count_nonzero(closer == 1)], dtype=np.float64)
     return np.array([linkage_credit(closer, tied, 1).sum(), linkage_credit(closer, tied, 2).sum()])
 
 
@@ -128,16 +136,47 @@ def split_graph(orig_parts: list, id_col: str, keys: list[str], center: np.ndarr
 
 
 def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
-                  center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS):
-    """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables."""
+                  center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
+                  ties: str = "share"):
+    """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables
+    (``ties``: see :func:`_partition_credit`)."""
     tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
     queries = [dask.delayed(_route_queries, nout=n_cells)(p, keys, center, scale, tree, n_cells)
                for p in pair_parts]
     counts = [dask.delayed(_cell_counts, nout=len(pair_parts))(cells[c], [q[c] for q in queries])
               for c in range(n_cells)]
-    credits = [dask.delayed(_partition_credit)(size, [cnt[p] for cnt in counts])
+    credits = [dask.delayed(_partition_credit)(size, [cnt[p] for cnt in counts], ties)
                for p, size in enumerate(pair_sizes)]
     return tree_merge(credits, np.add)
+
+
+def _masked_as_originals(part: pd.DataFrame, id_col: str, keys: list[str]) -> pd.DataFrame:
+    """The masked records of a paired partition as the searched file: id and masked key values under the key
+    names."""
+    return pd.DataFrame({id_col: part[id_col].to_numpy(),
+                         **{k: part[k + MASKED_SUFFIX].to_numpy(np.float64) for k in keys}})
+
+
+def _swapped(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """A paired partition with the roles of the files exchanged: each original record becomes the query and its
+    masked record the own record to find."""
+    out = {k: part[k + MASKED_SUFFIX].to_numpy(np.float64) for k in keys}
+    out.update({k + MASKED_SUFFIX: part[k].to_numpy(np.float64) for k in keys})
+    return pd.DataFrame(out)
+
+
+def published_linkage_graph(pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
+                            cell_rows: int = DEFAULT_CELL_ROWS):
+    """Delayed (linked, linked to 2nd nearest) counts, shape (2,), of distance-based linkage as the published
+    Table 1 of sdc_methods_comparison_chapter.txt (sec. 4) was computed (found by calibration on the Census file,
+    docs/reproduction.md): raw Euclidean distances on the given keys (no standardization), from each original
+    record to the masked file, linked when no masked record is strictly nearer than its own masked record
+    (ties count as linked). The same blocked exact search, with the masked records as the searched file."""
+    searched = [dask.delayed(_masked_as_originals)(p, id_col, keys) for p in pair_parts]
+    queries = [dask.delayed(_swapped)(p, keys) for p in pair_parts]
+    zero, one = np.zeros(len(keys)), np.ones(len(keys))
+    return linkage_graph(searched, queries, pair_sizes, id_col, keys, zero, one, sum(pair_sizes), cell_rows,
+                         ties="linked")
 
 
 @dataclass(frozen=True)
@@ -208,7 +247,7 @@ def n_patterns_for(m_vars: int, thresholds: tuple[float, ...]) -> int:
 
 
 def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
-                                center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
+                                center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = PLD_CELL_ROWS,
                                 thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
                                 per_record: int = PLD_CANDIDATES):
     """Delayed (model, [correctly paired records, records with their own original among the candidates])."""

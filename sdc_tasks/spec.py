@@ -8,16 +8,18 @@ import re
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sdc_tasks.io import yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
-METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id")
+METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published")
+DEFAULT_METRICS = METRIC_FAMILIES[:5]
 
 
 GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that compute it)
     (r"DLD2?(_\d+)?", ("dld",)),
+    (r"DLDpub(_\d+)?", ("dld_published",)),
     (r"PLD(_candidate_recall)?", ("pld",)),
     (r"ID(_\d+)?|SDID", ("id",)),
     (r"IL[1-5]?|IL1s|(MSE|MAE|MV)_\w+|brMAE|brMSE", ("il",)),
@@ -123,7 +125,7 @@ class ReleaseSpec(_Strict):
     create_id: bool = Field(default=False, description="add id_column as the row position when the input has none")
     variables: VariableRoles
     steps: list[StepSpec] = Field(min_length=1)
-    metrics: list[Literal["il", "pil", "dld", "pld", "id"]] = Field(default_factory=lambda: list(METRIC_FAMILIES))
+    metrics: list[Literal[METRIC_FAMILIES]] = Field(default_factory=lambda: list(DEFAULT_METRICS))
     max_key_vars: int = Field(default=7, ge=1, description="DLD uses the first min(len(key), max_key_vars) keys")
     gate: GateSpec = Field(default_factory=GateSpec)
     output: OutputSpec
@@ -210,12 +212,7 @@ def parse_spec(data: dict[str, Any], base_dir: str | Path = ".") -> ReleaseSpec:
 def load_spec(path: str | Path, overrides: dict[str, Any] | None = None) -> ReleaseSpec:
     """Return the validated spec read from a YAML file, with optional top-level overrides merged in."""
     p = Path(path)
-    if not p.is_file():
-        raise SpecError(f"spec file not found: {p}")
-    try:
-        data = yaml.safe_load(p.read_text())
-    except yaml.YAMLError as exc:
-        raise SpecError(f"spec file {p} is not valid YAML: {exc}") from None
+    data = yaml_document(p, "spec", SpecError)
     if not isinstance(data, dict):
         raise SpecError(f"spec file {p} must hold a YAML mapping")
     for dotted, value in (overrides or {}).items():

@@ -141,7 +141,7 @@ def pld_of(x: np.ndarray, xm: np.ndarray, cell_rows: int, parts: int) -> dict:
     masked = pd.DataFrame(xm, columns=cols).assign(id=ids)
     with dask.config.set(scheduler="synchronous"):
         return evaluate(dd.from_pandas(orig, npartitions=parts), dd.from_pandas(masked, npartitions=parts), "id",
-                        cols, cols, ("pld",), cell_rows=cell_rows)
+                        cols, cols, ("pld",), pld_cell_rows=cell_rows)
 
 
 def test_pld_of_unmasked_file_is_100():
@@ -160,3 +160,33 @@ def test_pld_falls_with_noise_and_does_not_depend_on_partitions():
     b = pld_of(x, heavy, cell_rows=700, parts=3)
     assert b["PLD"] < a["PLD"] <= a["PLD_candidate_recall"]
     assert a["PLD"] > 80 and b["PLD"] < 30
+
+
+def brute_force_published_dld(x: np.ndarray, xm: np.ndarray, keys: int) -> list[float]:
+    """DLDpub_i (percent), i = 1..keys, by all pairs: raw distances from each original record to every masked
+    record; linked when no masked record is strictly nearer than its own (ties count as linked)."""
+    out = []
+    for i in range(1, keys + 1):
+        d = np.sqrt(((x[:, None, :i] - xm[None, :, :i]) ** 2).sum(axis=2))
+        own = np.diag(d)[:, None]
+        out.append(100 * np.count_nonzero((d < own).sum(axis=1) == 0) / len(x))
+    return out
+
+
+@pytest.mark.parametrize("cell_rows,parts", [(60, 3), (1_000, 1)])
+def test_published_setup_equals_brute_force_with_shared_masked_values(cell_rows, parts):
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 12, size=(600, 3)).astype(float) * [1.0, 50.0, 7.0]
+    xm = x.copy()
+    xm[:300] = np.repeat(x[:300].reshape(100, 3, 3).mean(axis=1), 3, axis=0)  # groups of 3 share their mean
+    xm[300:] += rng.integers(-1, 2, size=(300, 3))  # lattice noise: exact ties across records
+    cols = ["v0", "v1", "v2"]
+    ids = np.arange(len(x))
+    frames = [pd.DataFrame(a, columns=cols).assign(id=ids) for a in (x, xm)]
+    with dask.config.set(scheduler="synchronous"):
+        out = evaluate(dd.from_pandas(frames[0], npartitions=parts), dd.from_pandas(frames[1], npartitions=parts),
+                       "id", cols, cols, ("dld_published",), cell_rows=cell_rows)
+    want = brute_force_published_dld(x, xm, 3)
+    np.testing.assert_allclose([out[f"DLDpub_{i}"] for i in (1, 2, 3)], want, rtol=1e-12)
+    assert out["DLDpub"] == pytest.approx(np.mean(want))
+    assert 0 < want[2] < 100
