@@ -8,10 +8,15 @@ import os
 import shutil
 import uuid
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Iterator
 
+import dask
 import dask.dataframe as dd
+import numpy as np
 import pandas as pd
+import yaml
+
+from sdc_tasks.blocking import offsets_of, partition_lengths
 
 
 class InputError(ValueError):
@@ -37,8 +42,10 @@ def detect_format(path: str | Path) -> str:
     raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
 
 
-def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB") -> dd.DataFrame:
-    """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers)."""
+def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB",
+               dtype: dict[str, str] | None = None) -> dd.DataFrame:
+    """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers);
+    ``dtype`` forces the type of CSV columns (default: inferred)."""
     p = Path(path)
     fmt = detect_format(p) if fmt == "auto" else fmt
     if not p.exists():
@@ -48,16 +55,54 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
             ddf = dd.read_parquet(str(p))
         elif fmt == "csv":
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
-            ddf = dd.read_csv(pattern, blocksize=blocksize, sample=256_000)
+            ddf = dd.read_csv(pattern, blocksize=blocksize, sample=256_000, dtype=dtype)
         else:
             raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
     except InputError:
         raise
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
-        raise InputError(f"cannot read {p} as {fmt}: {exc}") from exc
+        reason = str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")  # dask wraps the reader's error
+        raise InputError(f"cannot read {p} as {fmt}: {reason}") from exc
     if len(ddf.columns) == 0:
         raise InputError(f"input {p} has no columns")
     return ddf
+
+
+def yaml_document(path: str | Path, what: str, error: type[Exception]) -> Any:
+    """The YAML document in the file at ``path``; ``error`` (naming ``what``: "spec", "grid") when the file is
+    missing or is not valid YAML."""
+    p = Path(path)
+    if not p.is_file():
+        raise error(f"{what} file not found: {p}")
+    try:
+        return yaml.safe_load(p.read_text())
+    except yaml.YAMLError as exc:
+        raise error(f"{what} file {p} is not valid YAML: {exc}") from None
+
+
+def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:
+    """Prepend an int64 id column holding the global row position."""
+    out = part.copy()
+    out.insert(0, id_col, np.arange(offset, offset + len(part), dtype=np.int64))
+    return out
+
+
+def add_row_ids(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
+    """``ddf`` with a first int64 column ``id_col`` holding the global row position (0-based)."""
+    if id_col in ddf.columns:
+        raise InputError(f"cannot create id column {id_col!r}: the input already has a column of that name")
+    offsets = offsets_of(partition_lengths(ddf))
+    parts = [dask.delayed(_with_ids)(p, int(offsets[i]), id_col) for i, p in enumerate(ddf.to_delayed())]
+    return dd.from_delayed(parts, meta=_with_ids(ddf._meta, 0, id_col), verify_meta=False)
+
+
+def read_with_ids(path: str | Path, fmt: str, id_col: str, create_id: bool | None,
+                  dtype: dict[str, str] | None = None) -> dd.DataFrame:
+    """The file at ``path`` with ``id_col`` created from row positions when ``create_id`` (None: when the file
+    has no such column)."""
+    ddf = read_table(path, fmt, dtype=dtype)
+    create = id_col not in ddf.columns if create_id is None else create_id
+    return add_row_ids(ddf, id_col) if create else ddf
 
 
 def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:

@@ -14,19 +14,17 @@ from importlib import metadata
 from pathlib import Path
 from time import perf_counter
 
-import dask
 import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 
 from sdc_tasks import __version__
-from sdc_tasks.blocking import offsets_of, partition_lengths
-from sdc_tasks.evaluate import check_columns, evaluate
-from sdc_tasks.io import InputError, parquet_row_counts, read_table, tree_checksums, write_parquet
+from sdc_tasks.evaluate import evaluate
+from sdc_tasks.io import parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.spec import ReleaseSpec
+from sdc_tasks.validation import load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
@@ -37,82 +35,18 @@ class GateRefused(RuntimeError):
     """The release gate refused publication; the message names each measure, its value and its limit."""
 
 
-def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:
-    """Prepend an int64 id column holding the global row position."""
-    out = part.copy()
-    out.insert(0, id_col, np.arange(offset, offset + len(part), dtype=np.int64))
-    return out
-
-
-def add_row_ids(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
-    """``ddf`` with a first int64 column ``id_col`` holding the global row position (0-based)."""
-    if id_col in ddf.columns:
-        raise InputError(f"cannot create id column {id_col!r}: the input already has a column of that name")
-    offsets = offsets_of(partition_lengths(ddf))
-    parts = [dask.delayed(_with_ids)(p, int(offsets[i]), id_col) for i, p in enumerate(ddf.to_delayed())]
-    return dd.from_delayed(parts, meta=_with_ids(ddf._meta, 0, id_col), verify_meta=False)
-
-
 def load_original(spec: ReleaseSpec) -> dd.DataFrame:
     """The original file as a Dask DataFrame, with the id column created from row positions if the spec asks."""
-    ddf = read_table(spec.input_path, spec.input.format)
-    return add_row_ids(ddf, spec.id_column) if spec.create_id else ddf
-
-
-def _partition_checks(part: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:
-    """Per variable: rows, non-finite count and the id of the first non-finite record in one partition."""
-    rows = []
-    for v in variables:
-        x = part[v].to_numpy(np.float64, na_value=np.nan)
-        bad = ~np.isfinite(x)
-        first = part[id_col].iloc[int(np.argmax(bad))] if bad.any() else None
-        rows.append({"variable": v, "rows": len(x), "bad": int(bad.sum()), "first_bad": first,
-                     "min": float(np.nanmin(x)) if len(x) and (~bad).any() else np.inf,
-                     "max": float(np.nanmax(x)) if len(x) and (~bad).any() else -np.inf})
-    return pd.DataFrame(rows)
-
-
-def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
-    """Number of repeated ids in one hash partition and one example."""
-    dup = part[id_col][part[id_col].duplicated()]
-    return pd.DataFrame({"dups": [len(dup)], "example": [dup.iloc[0] if len(dup) else None]})
+    return read_with_ids(spec.input_path, spec.input.format, spec.id_column, spec.create_id)
 
 
 def validate_input(spec: ReleaseSpec) -> dict:
     """Check the original file against the spec; raise InputError naming the column/record/parameter at fault."""
-    ddf = load_original(spec)
     roles = spec.variables
-    needed = [spec.id_column, *roles.continuous, *roles.key, *roles.direct_identifiers]
-    check_columns(ddf, needed + ([roles.strata] if roles.strata else []), f"input {spec.input_path}")
-    for v in dict.fromkeys([*roles.continuous, *roles.key]):
-        if not pd.api.types.is_numeric_dtype(ddf._meta[v].dtype):
-            raise InputError(f"variable {v!r} must be numeric but has dtype {ddf._meta[v].dtype}")
-    numeric = list(dict.fromkeys([*roles.continuous, *roles.key]))
-    checks = ddf.map_partitions(_partition_checks, numeric, spec.id_column,
-                                meta=_partition_checks(ddf._meta, numeric, spec.id_column))
-    dups = ddf[[spec.id_column]].shuffle(spec.id_column).map_partitions(
-        _duplicate_ids, spec.id_column, meta=_duplicate_ids(ddf._meta[[spec.id_column]], spec.id_column))
-    checks, dups = dask.compute(checks, dups)
-    per_var = checks.groupby("variable", sort=False).agg(rows=("rows", "sum"), bad=("bad", "sum"),
-                                                         lo=("min", "min"), hi=("max", "max"))
-    n = int(per_var["rows"].iloc[0]) if len(per_var) else 0
-    if n == 0:
-        raise InputError(f"input {spec.input_path} has no records")
-    for v, row in per_var.iterrows():
-        if row["bad"]:
-            first = checks[(checks["variable"] == v) & (checks["bad"] > 0)]["first_bad"].iloc[0]
-            raise InputError(f"variable {v!r} has {int(row['bad'])} missing or infinite values "
-                             f"(first at {spec.id_column} = {first})")
-    if int(dups["dups"].sum()):
-        example = dups.dropna(subset=["example"])["example"].iloc[0]
-        raise InputError(f"id column {spec.id_column!r} is not unique: {int(dups['dups'].sum())} repeated ids "
-                         f"(e.g. {example})")
-    for i, step in enumerate(spec.steps):
-        k = step.params.get("k")
-        if k is not None and n < k:
-            raise InputError(f"steps.{i}.params.k = {k} exceeds the number of records ({n})")
-    constant = [str(v) for v, row in per_var.iterrows() if row["lo"] == row["hi"]]
-    return {"n_records": n, "partitions": int(ddf.npartitions), "constant_variables": constant}
+    group_sizes = [(f"steps.{i}.params.k", step.params["k"]) for i, step in enumerate(spec.steps) if "k" in step.params]
+    _, facts = load_checked(spec.input_path, spec.id_column, [*roles.continuous, *roles.key], f"input {spec.input_path}",
+                            spec.input.format, spec.create_id, roles.direct_identifiers, roles.strata, group_sizes)
+    return facts
 
 
 def step_source(spec: ReleaseSpec, previous: str | None) -> dd.DataFrame:

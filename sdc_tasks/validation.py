@@ -1,0 +1,172 @@
+"""Checks of an input file before masking or evaluation: one scan that names the column and the row at fault.
+
+Rows are counted from 0 after the header, as the ids ``create_id`` gives. Messages name columns, rows, ids
+and stratum labels, never a value of a variable (values are confidential).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.blocking import offsets_of
+from sdc_tasks.io import InputError, read_table, read_with_ids
+
+CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
+
+
+def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
+    """Raise InputError naming the first column of ``columns`` missing from ``ddf``."""
+    missing = [c for c in columns if c not in ddf.columns]
+    if missing:
+        raise InputError(f"{what} has no column {missing[0]!r} (columns: {', '.join(map(str, ddf.columns))})")
+
+
+def _as_numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(float64 values, mask of cells that hold text that is not a number) of one column."""
+    if pd.api.types.is_numeric_dtype(col.dtype):
+        return col.to_numpy(np.float64, na_value=np.nan), np.zeros(len(col), dtype=bool)
+    parsed = pd.to_numeric(col, errors="coerce")
+    return parsed.to_numpy(np.float64, na_value=np.nan), (col.notna() & parsed.isna()).to_numpy()
+
+
+def _first(mask: np.ndarray) -> int:
+    """Position of the first True of ``mask``, -1 if none."""
+    return int(np.argmax(mask)) if mask.any() else -1
+
+
+def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], id_col: str,
+                    strata: str | None) -> tuple[int, pd.DataFrame, pd.Series, int]:
+    """One partition's (rows, per-column facts, records per stratum, first row without a stratum) where the
+    facts are: text cells that are not numbers, missing or infinite values (numeric variables only), the
+    first row and id of each, and the finite minimum and maximum."""
+    facts = []
+    for c in columns:
+        x, text = _as_numbers(part[c])
+        bad = ~np.isfinite(x) & ~text if c in numeric else np.zeros(len(x), dtype=bool)
+        ok = np.isfinite(x)
+        first_bad = _first(bad)
+        facts.append({"column": c, "text": int(text.sum()), "first_text": _first(text), "bad": int(bad.sum()),
+                      "first_bad": first_bad, "first_bad_id": str(part[id_col].iloc[first_bad]) if first_bad >= 0 else "",
+                      "min": float(x[ok].min()) if ok.any() else np.inf,
+                      "max": float(x[ok].max()) if ok.any() else -np.inf})
+    sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
+    no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
+    return len(part), pd.DataFrame(facts), sizes, no_stratum
+
+
+def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
+    """Number of repeated ids in one hash partition and one example."""
+    dup = part[id_col][part[id_col].duplicated()]
+    return pd.DataFrame({"dups": [len(dup)], "example": [dup.iloc[0] if len(dup) else None]})
+
+
+def _rows_of(part: pd.DataFrame, id_col: str, value) -> np.ndarray:
+    """Positions within one partition of the records whose id is ``value``."""
+    return np.flatnonzero(part[id_col].to_numpy() == value)
+
+
+def _repeated_id_message(ddf: dd.DataFrame, id_col: str, dups: pd.DataFrame, what: str) -> str:
+    """A message naming one repeated id and the rows that hold it (``dups``: the ``_duplicate_ids`` frames)."""
+    count = int(dups["dups"].sum())
+    example = dups.dropna(subset=["example"])["example"].iloc[0]
+    parts = ddf[[id_col]].to_delayed()
+    found = dask.compute(*[dask.delayed(_rows_of)(p, id_col, example) for p in parts],
+                         *[dask.delayed(len)(p) for p in parts])
+    offsets = offsets_of(list(found[len(parts):]))
+    rows = [int(offsets[i] + r) for i, local in enumerate(found[: len(parts)]) for r in local]
+    return (f"id column {id_col!r} of {what} is not unique: {count} repeated ids (e.g. {id_col} = {example} in rows "
+            f"{rows[0]} and {rows[1]})")
+
+
+def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id_col: str, what: str,
+                   strata: str | None, group_sizes: list[tuple[str, int]], unique_ids: bool,
+                   typed: bool = True) -> dict:
+    """Scan ``ddf`` once (values and, when ``unique_ids``, repeated ids in the same computation), raise
+    InputError for the first problem found and return the file's facts (``typed``: the columns have their
+    inferred types, not the text type of a re-read)."""
+    scans = [dask.delayed(_scan_partition)(p, columns, set(numeric), id_col, strata) for p in ddf.to_delayed()]
+    dups = ddf[[id_col]].shuffle(id_col).map_partitions(
+        _duplicate_ids, id_col, meta=_duplicate_ids(ddf._meta[[id_col]], id_col)).to_delayed() if unique_ids else []
+    scanned, dups = dask.compute(scans, dups)
+    dups = pd.concat(dups) if dups else None
+    lengths = [s[0] for s in scanned]
+    offsets = offsets_of(lengths)
+    n = int(offsets[-1])
+    if n == 0:
+        raise InputError(f"{what} has no records")
+    facts = pd.concat([s[1].assign(offset=int(offsets[i])) for i, s in enumerate(scanned)], ignore_index=True)
+    for c in columns:
+        rows = facts[facts["column"] == c]
+        hit = rows[rows["text"] > 0]
+        if len(hit):
+            first = hit.iloc[0]
+            raise InputError(f"column {c!r} of {what} must be numeric but row {int(first['offset'] + first['first_text'])}"
+                             f" holds text that is not a number ({int(rows['text'].sum())} rows in all)")
+    for c in numeric:
+        if typed and not pd.api.types.is_numeric_dtype(ddf._meta[c].dtype):
+            raise InputError(f"variable {c!r} of {what} must be numeric but has dtype {ddf._meta[c].dtype}")
+        rows = facts[facts["column"] == c]
+        hit = rows[rows["bad"] > 0]
+        if len(hit):
+            first = hit.iloc[0]
+            raise InputError(f"variable {c!r} of {what} is missing or infinite in row "
+                             f"{int(first['offset'] + first['first_bad'])} ({id_col} = {first['first_bad_id']}; "
+                             f"{int(rows['bad'].sum())} rows in all)")
+    if strata:
+        missing = [int(offsets[i]) + s[3] for i, s in enumerate(scanned) if s[3] >= 0]
+        if missing:
+            raise InputError(f"strata column {strata!r} of {what} has no value in row {missing[0]}")
+    if dups is not None and int(dups["dups"].sum()):
+        raise InputError(_repeated_id_message(ddf, id_col, dups, what))
+    sizes = pd.concat([s[2] for s in scanned]).groupby(level=0).sum() if strata else pd.Series({None: n})
+    for where, k in group_sizes:
+        if n < k:
+            raise InputError(f"{where} = {k} exceeds the number of records of {what} ({n})")
+        small = sizes[sizes < k]
+        if len(small):
+            raise InputError(f"{where} = {k} but stratum {small.index[0]!r} of {strata!r} has {int(small.iloc[0])} "
+                             f"records (fewer than k)")
+    per_column = facts.groupby("column", sort=False).agg(lo=("min", "min"), hi=("max", "max"))
+    return {"n_records": n, "partitions": int(ddf.npartitions),
+            "constant_variables": [c for c in numeric if per_column.loc[c, "lo"] == per_column.loc[c, "hi"]]}
+
+
+def numeric_columns(path: str | Path, exclude: list[str], what: str) -> list[str]:
+    """The numeric columns of the file at ``path`` but ``exclude``; raise InputError when it has none."""
+    ddf = read_table(path)
+    found = [c for c, t in ddf.dtypes.items() if c not in exclude and pd.api.types.is_numeric_dtype(t)]
+    if not found:
+        raise InputError(f"{what} has no records" if len(ddf.head(1, npartitions=-1)) == 0 else
+                         f"{what} has no numeric column (columns: {', '.join(map(str, ddf.columns))})")
+    return found
+
+
+def load_checked(path: str | Path, id_col: str, numeric: list[str], what: str, fmt: str = "auto",
+                 create_id: bool | None = None, required: list[str] = (), strata: str | None = None,
+                 group_sizes: list[tuple[str, int]] = ()) -> tuple[dd.DataFrame, dict]:
+    """Return the file at ``path`` (ids created from row positions when ``create_id``, or when None and the
+    file has no ``id_col``) and its facts (n_records, partitions, constant_variables), after checking that it
+    has the columns, records, numeric values, unique ids and strata of at least k records (``group_sizes``:
+    (parameter, k) pairs) that masking and evaluation need; raise InputError naming the column, the row or
+    the parameter at fault."""
+    path = Path(path)
+    numeric = list(dict.fromkeys(numeric))
+    unique_ids = id_col in read_table(path, fmt).columns
+    args = (numeric, id_col, what, strata, list(group_sizes), unique_ids)
+    try:
+        ddf = read_with_ids(path, fmt, id_col, create_id, None)
+        check_columns(ddf, list(dict.fromkeys([id_col, *numeric, *required, *([strata] if strata else [])])), what)
+        return ddf, _checked_facts(ddf, numeric, *args)
+    except ValueError as exc:
+        if not str(exc).startswith(CSV_TYPE_CHANGE):
+            raise
+    numbers = [c for c, t in read_table(path, fmt).dtypes.items() if pd.api.types.is_numeric_dtype(t)]
+    text = read_with_ids(path, fmt, id_col, create_id, {c: "object" for c in numbers})
+    _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False)
+    raise InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "
+                     "write it with one type throughout")

@@ -1,0 +1,422 @@
+"""Bad input: every error names the column, row or parameter at fault, leaves no output behind and never
+changes the input. Cases run through ``sdc mask`` / ``sdc evaluate`` (on a synchronous Dask scheduler, so no
+cluster starts), the spec loader, ``validate_input`` and two ``sdc release`` runs."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import math
+from pathlib import Path
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import sdc_tasks.cluster
+from sdc_tasks.cli import app
+from sdc_tasks.generate import bundled_path
+from sdc_tasks.io import InputError, tree_checksums
+from sdc_tasks.release import validate_input
+from sdc_tasks.spec import SpecError, load_spec, parse_spec
+
+runner = CliRunner()
+ROWS = 40
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """``sdc mask`` / ``sdc evaluate`` run their graphs synchronously in this process instead of a cluster."""
+
+    @contextlib.contextmanager
+    def synchronous(*args, **kwargs):
+        with dask.config.set(scheduler="synchronous"):
+            yield None
+
+    monkeypatch.setattr(sdc_tasks.cluster, "dask_client", synchronous)
+
+
+@pytest.fixture
+def small(census) -> pd.DataFrame:
+    """The first 40 Census records with their record_id."""
+    return census.iloc[:ROWS].reset_index(drop=True).copy()
+
+
+def write_csv(path: Path, df: pd.DataFrame) -> Path:
+    df.to_csv(path, index=False)
+    return path
+
+
+def invoke(*args) -> tuple[int, str]:
+    result = runner.invoke(app, [str(a) for a in args])
+    assert result.exception is None or isinstance(result.exception, SystemExit), repr(result.exception)
+    return result.exit_code, result.output
+
+
+class Workspace:
+    """A directory of inputs whose checksums are taken before the command and compared after it."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.before: dict[str, str] = {}
+
+    def freeze(self) -> None:
+        self.before = tree_checksums(self.root)
+
+    def assert_untouched(self) -> None:
+        """Inputs byte-identical, nothing added (no output, no hidden temporary file or directory)."""
+        assert tree_checksums(self.root) == self.before
+        assert sorted(p.name for p in self.root.iterdir()) == sorted({k.split("/")[0] for k in self.before})
+
+
+@pytest.fixture
+def ws(tmp_path) -> Workspace:
+    root = tmp_path / "ws"
+    root.mkdir()
+    return Workspace(root)
+
+
+def fails(ws: Workspace, *args, code: int = 2) -> str:
+    """Run the command and return its message, after checking the exit code and that nothing was written."""
+    ws.freeze()
+    exit_code, output = invoke(*args)
+    assert exit_code == code, output
+    ws.assert_untouched()
+    return output
+
+
+def mask_fails(ws: Workspace, source: Path, *args, out: str = "out") -> str:
+    return fails(ws, "mask", "--input", source, "--out", ws.root / out, *args)
+
+
+# ---- reading the file ----
+
+
+def test_missing_input_file(ws, no_cluster):
+    msg = mask_fails(ws, ws.root / "absent.csv", "--method", "mdav", "--param", "k=3")
+    assert "input not found" in msg and "absent.csv" in msg
+
+
+def test_unknown_file_format(ws, no_cluster):
+    path = ws.root / "data.json"
+    path.write_text('{"a": 1}')
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "cannot tell the format" in msg and "data.json" in msg
+
+
+def test_text_file_that_is_no_table(ws, no_cluster):
+    path = ws.root / "notes.txt"
+    path.write_text("hello\nworld\n")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "notes.txt has no numeric column" in msg and "hello" in msg
+
+
+def test_corrupt_parquet(ws, no_cluster):
+    path = ws.root / "broken.parquet"
+    path.write_bytes(b"PAR1 this is not a parquet file")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "cannot read" in msg and "broken.parquet as parquet" in msg and "\n" not in msg.strip()
+
+
+def test_header_only_file_has_no_records(ws, small, no_cluster):
+    path = write_csv(ws.root / "empty.csv", small.iloc[:0])
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "empty.csv has no records" in msg
+
+
+# ---- values ----
+
+
+def test_duplicate_ids_name_the_id_and_rows(ws, small, no_cluster):
+    small.loc[5, "record_id"] = 7
+    msg = mask_fails(ws, write_csv(ws.root / "dup.csv", small), "--method", "mdav", "--param", "k=3")
+    assert "'record_id'" in msg and "not unique" in msg and "record_id = 7 in rows 5 and 7" in msg
+
+
+@pytest.mark.parametrize("row", [3, 25])  # within dask's 10 sampled rows (text dtype) and after them
+def test_text_in_a_variable_names_column_and_row(ws, small, no_cluster, row):
+    small = small.astype({"AGI": object})
+    small.loc[row, "AGI"] = "12,5OO"
+    msg = mask_fails(ws, write_csv(ws.root / "text.csv", small), "--method", "mdav", "--param", "k=3",
+                     "--vars", "AGI,FEDTAX")
+    assert "column 'AGI'" in msg and f"row {row} holds text" in msg
+
+
+def test_text_in_a_parquet_string_column(ws, small, no_cluster):
+    small = small.astype({"FICA": str})
+    small.loc[11, "FICA"] = "unknown"
+    path = ws.root / "text.parquet"
+    small.to_parquet(path, index=False)
+    msg = mask_fails(ws, path, "--method", "rankswap", "--param", "p=10", "--vars", "FICA,AGI")
+    assert "column 'FICA'" in msg and "row 11 holds text" in msg
+
+
+@pytest.mark.parametrize("value", [np.nan, np.inf, -np.inf])
+def test_missing_and_infinite_values_name_column_row_and_id(ws, small, no_cluster, value):
+    small = small.astype({"TAXINC": float})
+    small.loc[14, "TAXINC"] = value
+    small["record_id"] += 1000
+    msg = mask_fails(ws, write_csv(ws.root / "gap.csv", small), "--method", "mdav", "--param", "k=3")
+    assert "variable 'TAXINC'" in msg and "missing or infinite in row 14 (record_id = 1014" in msg
+
+
+def test_empty_cell_in_an_integer_column_after_the_sampled_rows(ws, small, no_cluster):
+    path = write_csv(ws.root / "gap.csv", small)
+    lines = path.read_text().splitlines()
+    cells = lines[1 + 30].split(",")
+    cells[small.columns.get_loc("STATETAX")] = ""
+    lines[1 + 30] = ",".join(cells)
+    path.write_text("\n".join(lines) + "\n")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "variable 'STATETAX'" in msg and "missing or infinite in row 30" in msg
+
+
+# ---- parameters ----
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "mdav", "--param", "k=1"], "parameter 'k' of mdav: Input should be greater than or equal to 2"),
+    (["--method", "mic_ir", "--param", "k=0"], "parameter 'k' of mic_ir"),
+    (["--method", "rankswap", "--param", "p=0"], "parameter 'p' of rankswap: Input should be greater than 0"),
+    (["--method", "rankswap", "--param", "p=100.5"], "parameter 'p' of rankswap: Input should be less than or equal"),
+    (["--method", "mdav", "--param", "k=3", "--param", "block_size=0"], "parameter 'block_size' of mdav"),
+    (["--method", "mdav", "--param", "k=3", "--param", "block_size=-5"], "parameter 'block_size' of mdav"),
+    (["--method", "mdav", "--param", "k=3", "--param", "block_size=4"], "'block_size' of mdav must be at least 2k = 6"),
+    (["--method", "mdav", "--param", "k=3", "--param", "size=4"], "parameter 'size' of mdav: Extra inputs"),
+    (["--method", "mdav", "--param", "k"], "--param 'k' must look like name=value"),
+    (["--method", "shuffle"], "unknown method 'shuffle'; known:"),
+    (["--method", "jpeg", "--param", "q=101"], "parameter 'q' of jpeg"),
+])
+def test_bad_method_parameters_name_the_parameter(ws, small, no_cluster, args, message):
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), *args)
+    assert message in msg
+
+
+def test_fewer_records_than_k(ws, small, no_cluster):
+    msg = mask_fails(ws, write_csv(ws.root / "few.csv", small.iloc[:4]), "--method", "mdav", "--param", "k=5")
+    assert "parameter 'k' of mdav = 5 exceeds the number of records" in msg and "(4)" in msg
+
+
+def test_variable_not_in_file(ws, small, no_cluster):
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "mdav", "--param", "k=3",
+                     "--vars", "AGI,WEALTH")
+    assert "has no column 'WEALTH'" in msg
+
+
+def test_strata_column_not_in_file(ws, small, no_cluster):
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "rankswap", "--param", "p=10",
+                     "--strata", "region")
+    assert "has no column 'region'" in msg
+
+
+def test_stratum_with_fewer_than_k_records(ws, small, no_cluster):
+    small["region"] = ["north"] * (ROWS - 2) + ["south"] * 2
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "mic_ir", "--param", "k=3",
+                     "--strata", "region")
+    assert "parameter 'k' of mic_ir = 3 but stratum 'south' of 'region' has 2 records" in msg
+
+
+def test_stratum_without_a_value(ws, small, no_cluster):
+    small["region"] = ["north"] * 20 + [None] + ["south"] * (ROWS - 21)
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "rankswap", "--param", "p=10",
+                     "--strata", "region")
+    assert "strata column 'region'" in msg and "no value in row 20" in msg
+
+
+def test_mask_output_that_exists_is_left_alone(ws, small, no_cluster):
+    source = write_csv(ws.root / "in.csv", small)
+    (ws.root / "out").mkdir()
+    (ws.root / "out" / "keep.txt").write_text("earlier release")
+    msg = mask_fails(ws, source, "--method", "mdav", "--param", "k=3")
+    assert "already exists" in msg
+    csv_out = write_csv(ws.root / "out.csv", small.iloc[:3])
+    msg = mask_fails(ws, source, "--method", "mdav", "--param", "k=3", out=csv_out.name)
+    assert "already exists" in msg
+
+
+# ---- evaluate: two files that must match ----
+
+
+@pytest.fixture
+def pair(ws, small) -> tuple[Path, pd.DataFrame]:
+    """The original file in the workspace and its frame (to derive masked files from)."""
+    return write_csv(ws.root / "original.csv", small), small
+
+
+def evaluate_fails(ws, original, masked, *args) -> str:
+    return fails(ws, "evaluate", "--original", original, "--masked", masked, "--out", ws.root / "metrics.json", *args)
+
+
+def test_masked_file_missing_a_column(ws, pair, no_cluster):
+    original, df = pair
+    masked = write_csv(ws.root / "masked.csv", df.drop(columns=["AGI"]))
+    msg = evaluate_fails(ws, original, masked)
+    assert "masked file" in msg and "has no column 'AGI'" in msg
+
+
+def test_masked_column_of_another_type(ws, pair, no_cluster):
+    original, df = pair
+    df = df.astype({"PTOTVAL": str})
+    df["PTOTVAL"] = "$" + df["PTOTVAL"]
+    masked = write_csv(ws.root / "masked.csv", df)
+    msg = evaluate_fails(ws, original, masked)
+    assert "column 'PTOTVAL' of masked file" in msg and "row 0 holds text" in msg
+
+
+def test_missing_value_in_the_masked_file(ws, pair, no_cluster):
+    original, df = pair
+    df = df.astype({"FICA": float})
+    df.loc[9, "FICA"] = np.nan
+    msg = evaluate_fails(ws, original, write_csv(ws.root / "masked.csv", df))
+    assert "variable 'FICA' of masked file" in msg and "row 9" in msg
+
+
+def test_duplicate_ids_in_the_masked_file(ws, pair, no_cluster):
+    original, df = pair
+    df.loc[12, "record_id"] = 3
+    msg = evaluate_fails(ws, original, write_csv(ws.root / "masked.csv", df))
+    assert "of masked file" in msg and "record_id = 3 in rows 3 and 12" in msg
+
+
+def test_empty_masked_file(ws, pair, no_cluster):
+    original, df = pair
+    msg = evaluate_fails(ws, original, write_csv(ws.root / "masked.csv", df.iloc[:0]))
+    assert "masked file" in msg and "has no records" in msg
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--families", "il,privacy"], "unknown metric family 'privacy'"),
+    (["--pairing", "closest"], "pairing must be auto, id or nearest, not 'closest'"),
+    (["--key-vars", "AGI,INCOME"], "original file"),
+    (["--vars", "AGI,INCOME"], "has no column 'INCOME'"),
+])
+def test_bad_evaluate_options(ws, pair, no_cluster, args, message):
+    original, _ = pair
+    msg = evaluate_fails(ws, original, original, *args)
+    assert message in msg
+
+
+# ---- constant columns are accepted and never give NaN ----
+
+
+def test_constant_column_is_masked_and_evaluated_without_nan(tmp_path, small, no_cluster):
+    small["AGI"] = 5000
+    source = write_csv(tmp_path / "const.csv", small)
+    for method, params in (("mdav", ["k=3"]), ("rankswap", ["p=10"]), ("mic_optimal", ["k=3"])):
+        out = tmp_path / f"{method}.csv"
+        code, output = invoke("mask", "--input", source, "--method", method,
+                              *[a for p in params for a in ("--param", p)], "--out", out)
+        assert code == 0, output
+        assert (pd.read_csv(out)["AGI"] == 5000).all()
+    result = runner.invoke(app, ["evaluate", "--original", str(source), "--masked", str(tmp_path / "mdav.csv")])
+    assert result.exit_code == 0, result.output
+    metrics = json.loads(result.stdout)
+    assert all(math.isfinite(v) for v in metrics.values() if isinstance(v, float))
+    # the constant variable's relative terms (denominator s = 0 or mean = 0 of its variance) are left out
+    assert metrics["IL5_undefined_terms"] > 0 and metrics["MSE_R_undefined_terms"] > 0
+
+
+# ---- the release spec ----
+
+
+def demo_spec(**changes) -> dict:
+    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
+    spec.update(changes)
+    return spec
+
+
+@pytest.mark.parametrize("changes, field, message", [
+    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id' or 'dld_published'"),
+    ({"gate": {"max": {"RISK": 1.0}}}, "(spec)", "gate.max.RISK: unknown measure"),
+    ({"metrics": ["il"], "gate": {"max": {"DLD": 40.0}}}, "(spec)", "needs metric family 'dld'"),
+    ({"steps": [{"method": "mdav", "params": {"k": 3, "block_size": -1}}]}, "steps.0", "parameter 'block_size'"),
+    ({"steps": [{"method": "mdav", "params": {"k": 1}}]}, "steps.0", "parameter 'k' of mdav"),
+    ({"steps": [{"method": "rankswap", "params": {"p": 150}}]}, "steps.0", "parameter 'p' of rankswap"),
+    ({"steps": [{"method": "swap"}]}, "steps.0.method", "unknown method 'swap'"),
+    ({"steps": [{"method": "mdav", "params": {"k": 2}}]}, "(spec)", "below gate.min_group_size = 3"),
+    ({"steps": []}, "steps", "at least 1 item"),
+    ({"seed": -4}, "seed", "greater than or equal to 0"),
+    ({"extra": 1}, "extra", "Extra inputs are not permitted"),
+])
+def test_spec_errors_name_the_field(changes, field, message):
+    with pytest.raises(SpecError) as err:
+        parse_spec(demo_spec(**changes))
+    assert f"spec field '{field}'" in str(err.value) and message in str(err.value)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("- a\n- b\n", "must hold a YAML mapping"),
+    ("name: [unclosed\n", "is not valid YAML"),
+])
+def test_spec_file_that_is_not_a_mapping(tmp_path, text, message):
+    path = tmp_path / "spec.yaml"
+    path.write_text(text)
+    with pytest.raises(SpecError, match=message):
+        load_spec(path)
+    with pytest.raises(SpecError, match="spec file not found"):
+        load_spec(tmp_path / "absent.yaml")
+
+
+# ---- release input checks (validate_input, on the synchronous scheduler) ----
+
+
+def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
+    path = write_csv(tmp_path / "input.csv", df)
+    spec = demo_spec(input={"path": str(path)}, create_id=False, output={"dir": str(tmp_path / "release")},
+                     **changes)
+    return parse_spec(spec, tmp_path), path
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d, s: s["variables"].update(key=["AGI", "NETWORTH"]), "has no column 'NETWORTH'"),
+    (lambda d, s: s["variables"].update(strata="county"), "has no column 'county'"),
+    (lambda d, s: s["variables"].update(direct_identifiers=["name"]), "has no column 'name'"),
+    (lambda d, s: s.update(create_id=True), "cannot create id column 'record_id'"),
+    (lambda d, s: s["steps"][0]["params"].update(k=41, block_size=100), "steps.0.params.k = 41 exceeds the number"),
+    (lambda d, s: (d.__setitem__("region", ["a"] * 36 + ["b"] * 4), s["variables"].update(strata="region")),
+     "steps.0.params.k = 7 but stratum 'b' of 'region' has 4 records"),
+    (lambda d, s: d.__setitem__("record_id", [0] * ROWS), "39 repeated ids (e.g. record_id = 0 in rows 0 and 1)"),
+])
+def test_release_input_errors(tmp_path, small, sync_dask, change, message):
+    spec = demo_spec(input={"path": str(tmp_path / "input.csv")}, create_id=False,
+                     output={"dir": str(tmp_path / "release")})
+    change(small, spec)
+    write_csv(tmp_path / "input.csv", small)
+    before = tree_checksums(tmp_path)
+    with pytest.raises(InputError) as err:
+        validate_input(parse_spec(spec, tmp_path))
+    assert message in str(err.value)
+    assert tree_checksums(tmp_path) == before
+
+
+def test_release_input_facts_name_constant_variables(tmp_path, small, sync_dask):
+    small["FICA"] = 0
+    spec, _ = release_spec(tmp_path, small)
+    facts = validate_input(spec)
+    assert facts["n_records"] == ROWS and facts["constant_variables"] == ["FICA"]
+
+
+# ---- two whole releases through the command line ----
+
+
+def test_release_refuses_existing_output_and_bad_values(tmp_path, small, prefect_harness):
+    out = tmp_path / "release"
+    out.mkdir()
+    (out / "metrics.json").write_text("{}")
+    small = small.astype({"INTVAL": float})
+    small.loc[33, "INTVAL"] = np.nan
+    spec = demo_spec(input={"path": "input.csv"}, create_id=False, output={"dir": "release", "overwrite": False},
+                     dask={"workers": 1})
+    write_csv(tmp_path / "input.csv", small)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    before = tree_checksums(tmp_path)
+    code, output = invoke("release", tmp_path / "spec.yaml")
+    assert code == 2 and "already exists" in output
+    assert tree_checksums(tmp_path) == before
+    code, output = invoke("release", tmp_path / "spec.yaml", "--overwrite")
+    assert code == 2 and "variable 'INTVAL'" in output and "row 33 (record_id = 33" in output
+    assert tree_checksums(tmp_path) == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["input.csv", "release", "spec.yaml"]
