@@ -27,38 +27,47 @@ from sdc_tasks.spec import ReleaseSpec, load_spec
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
-@task(name="validate", task_run_name="validate", **STAGE)
+def io_error(task, task_run, state) -> bool:
+    """Whether a failed stage raised an IO error (OSError: file system, network, a lost Dask connection),
+    the kind of failure a retry can cure; bad input (InputError, a ValueError) fails at once."""
+    return isinstance(state.result(raise_on_failure=False), OSError)
+
+
+IO_STAGE = dict(retries=1, retry_delay_seconds=5, retry_condition_fn=io_error, **STAGE)
+
+
+@task(name="validate", task_run_name="validate", **IO_STAGE)
 def validate(spec: ReleaseSpec) -> dict:
     """Check the original file against the spec."""
     return R.validate_input(spec)
 
 
-@task(name="block", task_run_name="block step {i}", retries=1, retry_delay_seconds=5, **STAGE)
+@task(name="block", task_run_name="block step {i}", **IO_STAGE)
 def block(spec: ReleaseSpec, i: int, previous: str | None, work: str) -> dict:
     """Partition step ``i``'s records into data-driven blocks."""
     return R.block_stage(spec, i, previous, Path(work))
 
 
-@task(name="mask step", task_run_name="mask step {i}: {method}", retries=1, retry_delay_seconds=5, **STAGE)
+@task(name="mask step", task_run_name="mask step {i}: {method}", **IO_STAGE)
 def mask(spec: ReleaseSpec, i: int, method: str, previous: str | None, work: str) -> dict:
     """Run masking step ``i`` per block or per scope."""
     return R.mask_stage(spec, i, previous, Path(work))
 
 
-@task(name="write", task_run_name="write step {i}", retries=1, retry_delay_seconds=5, **STAGE)
+@task(name="write", task_run_name="write step {i}", **IO_STAGE)
 def write(spec: ReleaseSpec, i: int, previous: str | None, work: str, target: str) -> dict:
     """Write step ``i``'s output in input order (the last step writes masked/)."""
     return R.write_stage(spec, i, previous, Path(work), Path(target))
 
 
-@task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
+@task(name="evaluate information loss", task_run_name="evaluate information loss", **IO_STAGE)
 def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
     """The information loss families asked for (IL, matrix measures, brMAE/brMSE, PIL)."""
     families = tuple(f for f in spec.metrics if f in IL_FAMILIES)
     return R.evaluate_release(spec, Path(masked), families) if families else {}
 
 
-@task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
+@task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **IO_STAGE)
 def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
     """Distance and probabilistic linkage and interval disclosure of the masked dataset."""
     families = tuple(f for f in spec.metrics if f in RISK_FAMILIES)
@@ -71,7 +80,7 @@ def gate(spec: ReleaseSpec, metrics: dict) -> dict:
     return R.gate_decision(spec, metrics)
 
 
-@task(name="report", task_run_name="report", **STAGE)
+@task(name="report", task_run_name="report", **IO_STAGE)
 def report(spec: ReleaseSpec, root: str, summary: dict, row_counts: dict) -> dict:
     """Write metrics.json, report.md, report.html, the R-U map and manifest.json; publish UI artifacts."""
     out = Path(root)
@@ -104,8 +113,8 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
     log = get_run_logger()
     started, times = _now(), {}
     d = spec.dask
-    with dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client, \
-            atomic_output_dir(spec.output_dir, spec.output.overwrite) as tmp:
+    with atomic_output_dir(spec.output_dir, spec.output.overwrite) as tmp, \
+            dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client:
         log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
                  len(client.scheduler_info()["workers"]))
         t = perf_counter()

@@ -1,0 +1,101 @@
+"""Serve scheduled deployments of the ``release`` flow: one deployment per named cron schedule.
+
+    python deploy/serve.py --spec deploy/specs/census-rankswap.yaml --out /srv/releases/census
+    python deploy/serve.py --spec SPEC --out DIR --schedule weekly="0 4 * * 1" --timezone Europe/Madrid
+
+The process registers the deployments with the Prefect API (``PREFECT_API_URL``) and runs their flow runs
+itself when they come due, until it is stopped (Ctrl-C pauses the schedules). Each deployment writes its
+release to ``OUT/<schedule name>`` and replaces the previous one there atomically.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from prefect import serve
+from prefect.deployments.runner import RunnerDeployment
+from prefect.schedules import Cron
+from prefect.types.entrypoint import EntrypointType
+
+from flows.release import release
+from sdc_tasks.spec import load_spec
+
+DEFAULT_SCHEDULES = {
+    "nightly": "0 2 * * *",  # 02:00 every day
+    "monthly": "0 3 1 * *",  # 03:00 on the first day of each month
+}
+
+
+def schedule_pair(text: str) -> tuple[str, str]:
+    """``NAME=CRON`` from the command line as (name, cron), the cron string checked."""
+    name, sep, cron = text.partition("=")
+    if not sep or not name.strip():
+        raise argparse.ArgumentTypeError(f"schedule {text!r}: expected NAME=CRON, e.g. nightly='0 2 * * *'")
+    try:
+        Cron(cron.strip())
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"schedule {name.strip()!r}: {exc}") from None
+    return name.strip(), cron.strip()
+
+
+def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: dict[str, str] | None = None,
+                        timezone: str = "UTC", dask_address: str | None = None) -> list[RunnerDeployment]:
+    """One deployment of ``release`` per named cron schedule, each releasing the spec to ``out_dir/<name>``.
+
+    The spec is loaded here, so a bad spec fails when the deployments are built rather than at the first run.
+    """
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ValueError(f"timezone {timezone!r} is not an IANA time zone (e.g. UTC, Europe/Madrid)") from None
+    spec_file = Path(spec_path).resolve()
+    spec = load_spec(spec_file)
+    out = Path(out_dir).resolve()
+    deployments = []
+    for name, cron in (DEFAULT_SCHEDULES if schedules is None else schedules).items():
+        parameters = {"spec_path": str(spec_file), "out_dir": str(out / name), "overwrite": True}
+        if dask_address:
+            parameters["dask_address"] = dask_address
+        deployments.append(release.to_deployment(
+            name=f"{spec.name}-{name}",
+            schedules=[Cron(cron, timezone=timezone)],
+            parameters=parameters,
+            concurrency_limit=1,
+            description=f"Release {spec.name} ({spec_file.name}) to {out / name} on the cron {cron!r} ({timezone}).",
+            tags=["sdc", spec.name, name],
+            entrypoint_type=EntrypointType.MODULE_PATH,
+        ))
+    return deployments
+
+
+def argument_parser() -> argparse.ArgumentParser:
+    """The command line of ``deploy/serve.py``."""
+    parser = argparse.ArgumentParser(description="Serve scheduled Prefect deployments of the release flow.")
+    parser.add_argument("--spec", required=True, help="release spec (YAML)")
+    parser.add_argument("--out", required=True, help="output root: each schedule releases to OUT/<name>")
+    parser.add_argument("--schedule", action="append", type=schedule_pair, metavar="NAME=CRON",
+                        help="a named cron schedule (repeatable; default: nightly='0 2 * * *' and "
+                             "monthly='0 3 1 * *')")
+    parser.add_argument("--timezone", default="UTC", help="IANA time zone of the cron schedules (default UTC)")
+    parser.add_argument("--dask-address", default=None, help="Dask scheduler to use (default: the spec's dask "
+                        "section, a LocalCluster per run unless it names an address)")
+    parser.add_argument("--limit", type=int, default=None, help="most flow runs this process runs at once")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Build the deployments from the command line and serve them until interrupted."""
+    parser = argument_parser()
+    args = parser.parse_args(argv)
+    schedules = dict(args.schedule) if args.schedule else None
+    try:
+        deployments = release_deployments(args.spec, args.out, schedules, args.timezone, args.dask_address)
+    except ValueError as exc:  # SpecError, InputError, a bad time zone: one line naming the fault
+        parser.error(str(exc))
+    serve(*deployments, limit=args.limit)
+
+
+if __name__ == "__main__":
+    main()
