@@ -3,7 +3,8 @@ per record), behind one call shape, ``apply_step``.
 
 Sources: statistical_databases_survey.txt (Noise addition, Microaggregation, Data swapping and rank
 swapping); sdc_methods_comparison_chapter.txt sec. 2 (Noise, Distr, Resampling, MicIR/MicZ/MicPCP,
-Mic2mul..Micmul, JPEG, Rank swapping); pil_measures.txt sec. 5 (rescaling).
+Mic2mul..Micmul, JPEG, Rank swapping); pil_measures.txt sec. 5 (rescaling); post_masking_optimization.txt
+Algorithm 1 and sec. 5 (post-masking optimization, synthetic generator).
 """
 
 from __future__ import annotations
@@ -23,6 +24,8 @@ from sdc_tasks.masking.distribution import distribution_mask
 from sdc_tasks.masking.jpeg import TILE_ROWS, jpeg_block
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
+from sdc_tasks.masking.postmask import (original_columns, original_context, postmask_block, synthetic_block,
+                                         with_original)
 from sdc_tasks.masking.rankswap import rank_swap_column
 from sdc_tasks.masking.resampling import resample_column, rescale
 from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
@@ -34,12 +37,14 @@ from sdc_tasks.stats.moments import moments_graph
 @dataclass(frozen=True)
 class MethodPlan:
     """How a method runs: ``shape`` is "blocked", "column" or "record"; blocked methods carry a BlockPlan
-    and say whether blocks must be made of whole groups of k (``unit_k``)."""
+    and say whether blocks must be made of whole groups of k (``unit_k``) and whether the block stage carries
+    each record's original values beside the masked ones (``original``)."""
 
     shape: str
     kernel: Callable
     block: A.BlockPlan | None = None
     unit_k: bool = False
+    original: bool = False
 
 
 # ---- block kernels: (block frame in id order, values, ids, params, global stats) -> masked values ----
@@ -123,6 +128,8 @@ PLANS: dict[str, MethodPlan] = {
     "mic_z": MethodPlan("blocked", _projected, A.BlockPlan("zsum", 1), unit_k=True),
     "mic_pcp": MethodPlan("blocked", _projected, A.BlockPlan("principal", 1), unit_k=True),
     "jpeg": MethodPlan("blocked", _jpeg, A.BlockPlan("id", 1)),
+    "postmask": MethodPlan("blocked", postmask_block, A.BlockPlan("principal", 2), original=True),
+    "synthetic_postmask": MethodPlan("blocked", synthetic_block, A.BlockPlan("principal", 2), original=True),
     "rankswap": MethodPlan("column", _rankswap),
     "mic_ir": MethodPlan("column", _mic_ir),
     "mic_optimal": MethodPlan("column", _mic_optimal),
@@ -144,7 +151,11 @@ def block_for(method: str, ddf: dd.DataFrame, variables: list[str], params: dict
     plan = PLANS[method]
     k = params.get("k", 1)
     block_size = TILE_ROWS if method == "jpeg" else params["block_size"]
-    return A.block_records(ddf, variables, block_size, k, ctx, plan.block, unit=k if plan.unit_k else 1)
+    if not plan.original:
+        return A.block_records(ddf, variables, block_size, k, ctx, plan.block, unit=k if plan.unit_k else 1)
+    joined = with_original(ddf, variables, ctx)
+    staged = A.block_records(joined.frame, variables + original_columns(variables), block_size, k, ctx, plan.block)
+    return A.Staged(staged.frame, staged.blocks, (*staged.pinned, *joined.pinned))
 
 
 def _moments(ddf: dd.DataFrame, variables: list[str]):
@@ -172,7 +183,8 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
     methods, the step input otherwise)."""
     plan = PLANS[method]
     if plan.shape == "blocked":
-        return A.blocked_records(source, variables, params, ctx, plan.kernel)
+        extra = original_context(source, variables, ctx) if plan.original else {}
+        return A.blocked_records(source, variables, {**params, **extra}, ctx, plan.kernel)
     if plan.shape == "column":
         return A.column_records(source, variables, params, ctx, plan.kernel)
     return A.record_records(source, variables, params, ctx, plan.kernel,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
@@ -71,13 +71,34 @@ class JpegParams(_Params):
     q: int = Field(ge=1, le=100, description="JPEG quality, percent")
 
 
+class SyntheticPostMaskParams(_Params):
+    """Post-masking optimization from a random start, q = 1 (post_masking_optimization.txt sec. 5)."""
+
+    p: float = Field(gt=0, description="target IL1 as a multiple of the starting IL1 (expr. (8))")
+    target_e: float = Field(ge=0, description="stop once the moment error E (expr. (7)) is below this")
+    max_iter: int = Field(default=1_000_000, ge=0, description="most perturbations tried per block")
+    perturbation_sd: float = Field(default=0.1, gt=0, description="sd of one perturbation, in original sds")
+    order: int = Field(default=2, ge=1, description="moments restored up to this order m (sec. 5)")
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block")
+
+
+class PostMaskParams(SyntheticPostMaskParams):
+    """Post-masking optimization, Algorithm 1 (post_masking_optimization.txt sec. 3)."""
+
+    q: float = Field(gt=0, le=1, description="share of records perturbed: those contributing most to IL1")
+    correspondence: Literal["nearest", "id"] = Field(
+        default="nearest", description="IL1 against the nearest original record (paper) or the record's own")
+
+
 @dataclass(frozen=True)
 class Method:
-    """A registered masking method."""
+    """A registered masking method; ``after_masking``: a step that moves an already masked file toward the
+    original records' statistics, so it needs those records (a release's input, or ``sdc mask --original``)."""
 
     name: str
     params: type[_Params]
     summary: str
+    after_masking: bool = False
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -90,9 +111,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("rankswap", RankSwapParams, "rank swapping (Moore 1996), exact within each scope"),
     Method("noise", NoiseParams, "additive noise, uncorrelated or correlated, optionally Kim's transformation"),
     Method("resample", ResampleParams, "resampling with t samples, exact per variable"),
-    Method("rescale", NoParams, "rescale to the original means and variances (pil_measures sec. 5)"),
+    Method("rescale", NoParams, "rescale to the original means and variances (pil_measures sec. 5)",
+           after_masking=True),
     Method("distr", NoParams, "best-fitting distribution per variable, rank preserving"),
     Method("jpeg", JpegParams, "JPEG compression of the file as a greyscale image, tiles in id order"),
+    Method("postmask", PostMaskParams, "post-masking optimization: restore the original moments, IL1 near p x",
+           after_masking=True),
+    Method("synthetic_postmask", SyntheticPostMaskParams, "synthetic data by post-masking optimization"),
 )}
 
 
@@ -108,7 +133,7 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
         )
         raise ValueError(bad) from None
     values = model.model_dump()
-    if "block_size" in values and values["block_size"] < 2 * values["k"]:
+    if "block_size" in values and "k" in values and values["block_size"] < 2 * values["k"]:
         raise ValueError(f"parameter 'block_size' of {method} must be at least 2k = {2 * values['k']}")
     return values
 

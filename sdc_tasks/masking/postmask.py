@@ -1,0 +1,426 @@
+"""Post-masking optimization: hill climbing that restores the original's moments while holding IL1 near a
+target (post_masking_optimization.txt, Algorithm 1, sec. 3), used after any masking method (``postmask``) or
+from a random start as a synthetic data generator (``synthetic_postmask``, sec. 5), with moments up to any
+order m (sec. 5).
+
+Per block of records (data-driven blocks, as for MDAV), with the original records of the same ids:
+
+- objective E (expr. (7), sec. 3.1): sum over the monomials of degree 1..m (m = 2: x_j, x_j^2, x_j x_k with
+  j < k, expr. (3)-(5)) of (average over the masked block - average over the original block)^2, on
+  variables standardized with the original file's mean and sd (Algorithm 1, step 1);
+- constraint (8): IL1 (expr. (6)) of the optimized block against its nearest original records C(i) within
+  [0.99, 1.01] x p x IL1 of the input block;
+- steps 8(a)-(i): a random value of a random record of M (the ceil(100 q %) records contributing most to
+  IL1) gets Gaussian noise; the change is undone when E does not decrease, or when IL1 is outside the band
+  and no closer to the target than before.
+
+Each step costs O(number of monomials holding the changed variable) (O(d) for m = 2) for the moment sums and
+E, O(d) for IL1, plus one exact nearest-original search in a k-d tree of the original block (warm-started at
+the previous nearest record). Choices the paper leaves open are listed in docs/postmask.md.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from itertools import combinations_with_replacement
+
+import dask
+import dask.dataframe as dd
+import numba
+import numpy as np
+import pandas as pd
+
+from sdc_tasks import blocking as B
+from sdc_tasks.masking import apply as A
+from sdc_tasks.randomness import rng_for
+from sdc_tasks.stats.moments import moments_graph
+
+ORIGINAL_PREFIX = "_orig_"
+LEAF_SIZE = 16
+IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
+
+
+# ---- monomials and moment sums (post_masking_optimization.txt sec. 3.1 expr. (3)-(5); sec. 5 order m) ----
+
+
+def monomials(d: int, order: int) -> np.ndarray:
+    """Every monomial of degree 1..order in d variables as a row of variable indices padded with -1, shape
+    (T, order): for order 2 the d first-order sums (3), the d squares (4) and the d(d-1)/2 cross products (5)."""
+    rows = [c for deg in range(1, order + 1) for c in combinations_with_replacement(range(d), deg)]
+    out = np.full((len(rows), order), -1, dtype=np.int64)
+    for t, c in enumerate(rows):
+        out[t, :len(c)] = c
+    return out
+
+
+def terms_by_variable(factors: np.ndarray, d: int) -> tuple[np.ndarray, np.ndarray]:
+    """CSR lists (start, terms) of the monomials holding each variable: terms[start[j]:start[j + 1]]."""
+    lists = [[t for t in range(len(factors)) if j in factors[t]] for j in range(d)]
+    start = np.concatenate([[0], np.cumsum([len(a) for a in lists])]).astype(np.int64)
+    terms = np.array([t for a in lists for t in a], dtype=np.int64)
+    return start, terms
+
+
+def moment_sums(z: np.ndarray, factors: np.ndarray) -> np.ndarray:
+    """Sum over records of each monomial, S_t = sum_i prod_f z_if (the numerators of expr. (3)-(5))."""
+    out = np.empty(len(factors))
+    for t, row in enumerate(factors):
+        out[t] = np.prod(z[:, row[row >= 0]], axis=1).sum()
+    return out
+
+
+def objective(sums_masked: np.ndarray, n_masked: int, sums_original: np.ndarray, n: int) -> float:
+    """E of expr. (7): the squared differences of the averages S'_t / n' and S_t / n, summed."""
+    return float(np.sum((sums_masked / n_masked - sums_original / n) ** 2))
+
+
+# ---- IL1 (post_masking_optimization.txt sec. 3.1 expr. (6)) ----
+
+
+def il1_contributions(z: np.ndarray, original: np.ndarray, denom: np.ndarray, nearest: np.ndarray) -> np.ndarray:
+    """Per record i, sum_j |z_ij - z_C(i),j| / denom_C(i),j (expr. (6) before the 100 / (d n') factor) with
+    ``denom`` = |x| / sd of the original records, so each term is |x''_ij - x_C(i),j| / |x_C(i),j| on the
+    original scale; terms whose original value is 0 are left out (METRICS.md IL1 convention)."""
+    ref = original[nearest]
+    den = denom[nearest]
+    return np.where(den > 0, np.abs(z - ref) / np.where(den > 0, den, 1.0), 0.0).sum(axis=1)
+
+
+def il1(contributions: np.ndarray, d: int) -> float:
+    """IL1 of expr. (6): 100 x the summed record contributions / (d n')."""
+    return 100.0 * float(contributions.sum()) / (d * len(contributions))
+
+
+# ---- exact nearest-original search: a k-d tree usable from compiled code ----
+
+
+@dataclass(frozen=True)
+class KdTree:
+    """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= LEAF_SIZE): node
+    t holds points ``perm[start[t]:stop[t]]``; internal nodes split on ``dim[t]`` at ``split[t]`` (left
+    child coordinates <= split <= right child coordinates); leaves have dim -1."""
+
+    points: np.ndarray
+    perm: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    dim: np.ndarray
+    split: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+
+def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
+    """Build the k-d tree of ``points`` (n, d); deterministic for given points."""
+    points = np.ascontiguousarray(points, dtype=np.float64)
+    perm = np.arange(len(points), dtype=np.int64)
+    start, stop, dim, split, left, right = [0], [len(points)], [-1], [0.0], [-1], [-1]
+    todo = [0]
+    while todo:
+        node = todo.pop()
+        lo, hi = start[node], stop[node]
+        if hi - lo <= leaf_size:
+            continue
+        sub = points[perm[lo:hi]]
+        spread = sub.max(axis=0) - sub.min(axis=0)
+        axis = int(np.argmax(spread))
+        if spread[axis] == 0:
+            continue
+        mid = (hi - lo) // 2
+        perm[lo:hi] = perm[lo:hi][np.argpartition(sub[:, axis], mid)]
+        dim[node], split[node] = axis, float(points[perm[lo + mid], axis])
+        for a, b in ((lo, lo + mid), (lo + mid, hi)):
+            start.append(a)
+            stop.append(b)
+            dim.append(-1)
+            split.append(0.0)
+            left.append(-1)
+            right.append(-1)
+            todo.append(len(start) - 1)
+        left[node], right[node] = len(start) - 2, len(start) - 1
+    as_int = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
+    return KdTree(points, perm, as_int(start), as_int(stop), as_int(dim), np.array(split), as_int(left),
+                  as_int(right))
+
+
+@numba.njit(cache=True)
+def _squared_distance(a, points, i):
+    """Squared Euclidean distance between the vector ``a`` and ``points[i]``."""
+    s = 0.0
+    for j in range(a.shape[0]):
+        diff = a[j] - points[i, j]
+        s += diff * diff
+    return s
+
+
+@numba.njit(cache=True)
+def _nearest(q, warm, points, perm, start, stop, dim, split, left, right):
+    """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
+    sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
+    best_i = warm
+    best = _squared_distance(q, points, warm) if warm >= 0 else np.inf
+    nodes = np.empty(256, dtype=np.int64)
+    bounds = np.empty(256)
+    nodes[0], bounds[0], top = 0, 0.0, 1
+    while top > 0:
+        top -= 1
+        node, bound = nodes[top], bounds[top]
+        if bound > best:
+            continue
+        axis = dim[node]
+        if axis < 0:
+            for a in range(start[node], stop[node]):
+                i = perm[a]
+                dist = _squared_distance(q, points, i)
+                if dist < best or (dist == best and i < best_i):
+                    best, best_i = dist, i
+            continue
+        diff = q[axis] - split[node]
+        near, far = (left[node], right[node]) if diff < 0 else (right[node], left[node])
+        nodes[top], bounds[top] = far, max(bound, diff * diff)
+        nodes[top + 1], bounds[top + 1] = near, bound
+        top += 2
+    return best_i
+
+
+def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
+    """Index of the tree point nearest to each query row (ties: lowest index)."""
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    return np.array([_nearest(q, -1, *_tree_arrays(tree)) for q in queries], dtype=np.int64)
+
+
+def _tree_arrays(tree: KdTree) -> tuple:
+    """The tree's arrays in the order the compiled search takes them."""
+    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right
+
+
+# ---- Algorithm 1, step 8: the hill climb ----
+
+
+@numba.njit(cache=True)
+def _record_contribution(z, i, original, denom, c):
+    """sum_j |z_ij - z_cj| / denom_cj over the terms with denom_cj != 0 (expr. (6) on the original scale)."""
+    s = 0.0
+    for j in range(z.shape[1]):
+        if denom[c, j] > 0:
+            s += abs(z[i, j] - original[c, j]) / denom[c, j]
+    return s
+
+
+@numba.njit(cache=True)
+def _monomial(z, i, factors, t, j, value):
+    """Monomial t of record i with z_ij read as ``value``."""
+    out = 1.0
+    for f in factors[t]:
+        if f < 0:
+            break
+        out *= value if f == j else z[i, f]
+    return out
+
+
+@numba.njit(cache=True)
+def _climb(z, original, denom, nearest, contrib, members, factors, term_start, terms, diff, e, il_sum, target_il,
+           target_e, max_iter, step, by_id, rng, points, perm, start, stop, dim, split, left, right):
+    """Algorithm 1 step 8 in place on ``z`` (standardized masked block), ``nearest``, ``contrib`` and ``diff``
+    (average differences of the monomials, masked - original); returns (iterations, E, IL1 sum)."""
+    n, d = z.shape
+    il_scale = 100.0 / (d * n)
+    lo, hi = (1.0 - IL1_BAND) * target_il, (1.0 + IL1_BAND) * target_il
+    delta = np.empty(terms.shape[0])
+    it = 0
+    while e >= target_e and it < max_iter:
+        it += 1
+        i = members[rng.integers(0, members.shape[0])]
+        j = rng.integers(0, d)
+        old = z[i, j]
+        new = old + step * rng.standard_normal()
+        d_e = 0.0
+        for a in range(term_start[j], term_start[j + 1]):
+            t = terms[a]
+            delta[a] = (_monomial(z, i, factors, t, j, new) - _monomial(z, i, factors, t, j, old)) / n
+            d_e += (diff[t] + delta[a]) ** 2 - diff[t] ** 2
+        if d_e >= 0.0:  # step 8(g)
+            continue
+        z[i, j] = new
+        c = nearest[i] if by_id else _nearest(z[i], nearest[i], points, perm, start, stop, dim, split, left,
+                                               right)  # step 8(b)
+        contrib_new = _record_contribution(z, i, original, denom, c)
+        il_prev = il_sum * il_scale
+        il_new = (il_sum - contrib[i] + contrib_new) * il_scale  # step 8(d)
+        if (il_new < lo or il_new > hi) and abs(il_new - target_il) >= abs(il_prev - target_il):
+            z[i, j] = old  # step 8(h), 8(i): the previous nearest record is kept
+            continue
+        for a in range(term_start[j], term_start[j + 1]):
+            diff[terms[a]] += delta[a]
+        e = 0.0
+        for t in range(diff.shape[0]):
+            e += diff[t] * diff[t]
+        il_sum += contrib_new - contrib[i]
+        contrib[i] = contrib_new
+        nearest[i] = c
+    return it, e, il_sum
+
+
+# ---- Algorithm 1 on one block ----
+
+
+@dataclass(frozen=True)
+class PostMaskResult:
+    """The optimized records and the run's figures: E (expr. (7), standardized variables) and IL1 (expr. (6),
+    percent, original scale) before and after, the IL1 target, the number of perturbations tried and the
+    size of M."""
+
+    values: np.ndarray
+    e_initial: float
+    e_final: float
+    il1_initial: float
+    il1_target: float
+    il1_final: float
+    iterations: int
+    members: int
+
+
+def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, target_e: float, max_iter: int,
+              perturbation_sd: float, rng: np.random.Generator, order: int = 2, center: np.ndarray | None = None,
+              scale: np.ndarray | None = None, correspondence: str = "nearest") -> PostMaskResult:
+    """PostMaskOptim(X, X', p, q, TargetE) of post_masking_optimization.txt Algorithm 1 on one block:
+    ``original`` X (n, d) and ``masked`` X' (n', d); variables standardized with ``center`` and ``scale``
+    (default: X's own mean and population sd; an sd of 0 counts as 1). Records outside M keep their input
+    values exactly. ``order`` m adds the monomials of degree 3..m to E (sec. 5). ``correspondence``
+    "nearest" is the paper's C(i), the nearest original record; "id" pairs masked record i with original
+    record i (n' = n), the correspondence of METRICS.md's IL1."""
+    x = np.ascontiguousarray(original, dtype=np.float64)
+    xm = np.ascontiguousarray(masked, dtype=np.float64)
+    if x.ndim != 2 or xm.ndim != 2 or x.shape[1] != xm.shape[1]:
+        raise ValueError(f"original {x.shape} and masked {xm.shape} must be 2-D with the same variables")
+    if len(x) == 0 or len(xm) == 0:
+        raise ValueError("post-masking optimization needs at least one original and one masked record")
+    if correspondence not in ("nearest", "id"):
+        raise ValueError(f"correspondence must be 'nearest' or 'id', not {correspondence!r}")
+    by_id = correspondence == "id"
+    if by_id and len(x) != len(xm):
+        raise ValueError(f"correspondence 'id' needs as many masked as original records ({len(xm)} vs {len(x)})")
+    center = x.mean(axis=0) if center is None else np.asarray(center, dtype=np.float64)
+    scale = x.std(axis=0) if scale is None else np.asarray(scale, dtype=np.float64)
+    scale = np.where(scale > 0, scale, 1.0)
+    zo = (x - center) / scale  # step 1
+    z = (xm - center) / scale
+    n, d = z.shape
+    tree = kd_tree(zo)
+    denom = np.abs(x) / scale  # expr. (6) on the original scale (docs/postmask.md)
+    nearest = np.arange(n, dtype=np.int64) if by_id else nearest_records(tree, z)  # steps 2, 6
+    contrib = il1_contributions(z, zo, denom, nearest)
+    il1_initial = il1(contrib, d)
+    target_il = p * il1_initial  # step 3
+    size = min(n, max(1, math.ceil(q * n)))
+    members = np.sort(np.argsort(-contrib, kind="stable")[:size])  # step 5
+    factors = monomials(d, order)
+    term_start, terms = terms_by_variable(factors, d)
+    diff = moment_sums(z, factors) / n - moment_sums(zo, factors) / len(zo)
+    e_initial = float(np.sum(diff ** 2))  # step 7
+    iterations, e_final, il_sum = _climb(z, zo, denom, nearest, contrib, members, factors, term_start, terms, diff,
+                                         e_initial, il1_initial * d * n / 100.0, target_il, float(target_e),
+                                         int(max_iter), float(perturbation_sd), by_id, rng, *_tree_arrays(tree))
+    values = xm.copy()
+    values[members] = z[members] * scale + center  # step 9
+    return PostMaskResult(values, e_initial, float(e_final), il1_initial, target_il, 100.0 * il_sum / (d * n),
+                          int(iterations), size)
+
+
+def random_start(original: np.ndarray, n: int, rng: np.random.Generator) -> np.ndarray:
+    """A random data set of n records for the synthetic generator (post_masking_optimization.txt sec. 5):
+    each variable drawn independently from a normal with the original's mean and population sd."""
+    x = np.asarray(original, dtype=np.float64)
+    return x.mean(axis=0) + x.std(axis=0) * rng.standard_normal((n, x.shape[1]))
+
+
+# ---- the block kernel and its Dask plumbing ----
+
+
+def original_columns(variables: list[str]) -> list[str]:
+    """Names of the columns that carry each record's original values through the block stage."""
+    return [ORIGINAL_PREFIX + v for v in variables]
+
+
+def with_original(ddf: dd.DataFrame, variables: list[str], ctx) -> A.Staged:
+    """The step input with each record's original values (``ctx.reference``, matched by id; the input itself
+    when there is no reference) beside the masked ones, same partitions and row order; a record without an
+    original is an error naming its id. Keep the result alive until its frame has been used."""
+    cols = original_columns(variables)
+    if ctx.reference is None:
+        return A.Staged(ddf.assign(**{c: ddf[v].astype("float64") for c, v in zip(cols, variables)}), 0)
+    missing = [c for c in [ctx.id_column, *variables] if c not in ctx.reference.columns]
+    if missing:
+        raise ValueError(f"the original records lack column(s) {missing} needed by post-masking optimization")
+    offsets = B.offsets_of(B.partition_lengths(ddf))
+    ids = ddf[[ctx.id_column]]
+    parts = [dask.delayed(_with_positions)(part, int(offsets[i])) for i, part in enumerate(ids.to_delayed())]
+    positions = dd.from_delayed(parts, meta=_with_positions(ids._meta, 0), verify_meta=False)
+    ref = ctx.reference[[ctx.id_column, *variables]].rename(columns=dict(zip(variables, cols)))
+    joined = positions.merge(ref, on=ctx.id_column, how="left")
+    unmatched = joined[joined[cols[0]].isna()][ctx.id_column].head(1, npartitions=-1)
+    if len(unmatched):
+        raise ValueError(f"record {ctx.id_column} = {unmatched.tolist()[0]!r} has no original record")
+    placeholders = ddf.assign(**{c: 0.0 for c in cols})
+    return A.restore_order(placeholders, joined[[B.POS_COL, *cols]], cols)
+
+
+def _with_positions(part: pd.DataFrame, first: int) -> pd.DataFrame:
+    """The id column of one partition with each record's position in the collection (``_pos``)."""
+    out = part.copy()
+    out[B.POS_COL] = np.arange(first, first + len(part), dtype=np.int64)
+    return out
+
+
+def original_context(source: dd.DataFrame, variables: list[str], ctx) -> dict:
+    """What the kernel needs besides the block, under ``context``: the variables, the original's mean and
+    population sd (standardization, Algorithm 1 step 1), seed and step (random streams keyed by (seed,
+    step, block))."""
+    m = moments_graph(source, original_columns(variables)).compute().settled()
+    return {"context": {"variables": list(variables), "center": m.mean, "scale": m.sd, "seed": ctx.seed,
+                        "step": ctx.step}}
+
+
+def postmask_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats) -> np.ndarray:
+    """Algorithm 1 on one block against the original records of the same ids (post_masking_optimization.txt
+    sec. 3.2)."""
+    original, rng = _block_original(block, params)
+    return _optimized(original, x, params["q"], params["correspondence"], params, rng)
+
+
+def synthetic_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats) -> np.ndarray:
+    """Synthetic records for one block: Algorithm 1 from a random start with q = 1
+    (post_masking_optimization.txt sec. 5); the block's input values are not used."""
+    original, rng = _block_original(block, params)
+    return _optimized(original, random_start(original, len(x), rng), 1.0, "nearest", params, rng)
+
+
+def _block_original(block: pd.DataFrame, params: dict) -> tuple[np.ndarray, np.random.Generator]:
+    """The block's original records and its random stream, keyed by (seed, step, block)."""
+    ctx = params["context"]
+    original = block[original_columns(ctx["variables"])].to_numpy(np.float64)
+    return original, rng_for(ctx["seed"], ctx["step"], int(block[B.BLOCK_COL].iloc[0]))
+
+
+def _optimized(original: np.ndarray, start: np.ndarray, q: float, correspondence: str, params: dict,
+               rng: np.random.Generator) -> np.ndarray:
+    """Algorithm 1 with the step's parameters and the global standardization."""
+    ctx = params["context"]
+    return post_mask(original, start, params["p"], q, params["target_e"], params["max_iter"],
+                     params["perturbation_sd"], rng, params["order"], ctx["center"], ctx["scale"],
+                     correspondence).values
+
+
+def with_nearest_ids(original: pd.DataFrame, masked: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:
+    """A copy of ``masked`` whose ids are those of each record's nearest original record (standardized
+    d-dimensional Euclidean distance): the correspondence c(i) under which post_masking_optimization.txt
+    sec. 2 computes IL1, ID and correct linkage, so that id-paired evaluation gives the paper's measures."""
+    x = original[variables].to_numpy(np.float64)
+    center, scale = x.mean(axis=0), x.std(axis=0)
+    scale = np.where(scale > 0, scale, 1.0)
+    tree = kd_tree((x - center) / scale)
+    idx = nearest_records(tree, (masked[variables].to_numpy(np.float64) - center) / scale)
+    out = masked.copy()
+    out[id_col] = original[id_col].to_numpy()[idx]
+    return out
