@@ -144,43 +144,72 @@ def _axis_top(values: list[float], floor: float) -> float:
     return max([floor, *values]) * 1.12
 
 
+LABEL_GAP = 0.06
+MARKERS = ("o", "s", "^", "v", "D", "P", "X", "*", "<", ">", "h", "p")
+
+
+def _marker_groups(points: list[dict]) -> list[tuple[str, list[dict], dict]]:
+    """Return (legend name, points, scatter style) per marker group: one group per distinct ``group`` key in
+    first-seen order, or a single "release strategies" group when no point names a group."""
+    names = list(dict.fromkeys(p.get("group") for p in points))
+    if names in ([], [None]):
+        return [("release strategies", points, {"marker": "o", "color": "tab:blue"})]
+    return [(str(g), [p for p in points if p.get("group") == g],
+             {"marker": MARKERS[i % len(MARKERS)], "color": f"C{i % 10}"}) for i, g in enumerate(names)]
+
+
+def _spaced(points: list[dict], x_span: float, y_span: float) -> list[dict]:
+    """Return the points, in order, that lie at least LABEL_GAP (a fraction of the axes) from every point kept
+    before them, so that their labels do not overlap."""
+    kept: list[dict] = []
+    for p in points:
+        if all(math.hypot((p["dr"] - q["dr"]) / x_span, (p["il"] - q["il"]) / y_span) >= LABEL_GAP for q in kept):
+            kept.append(p)
+    return kept
+
+
 def ru_map_png(
     points: list[dict],
     path,
     risk_label: str = "Disclosure risk (DLD+ID)/2, %",
     loss_label: str = "Information loss IL, %",
+    label_front_only: bool = False,
 ) -> Path:
     """Write an R-U confidentiality map (risk on x, information loss on y) as a deterministic PNG; return its path.
 
-    Layout after statistical_databases_survey.txt, "R-U maps": one labelled marker per release strategy, the
-    unprotected original data as a reference at (DR=100, IL=0), and the Pareto front as a step line when
-    there are two points or more. Lower-left is better. Rendered with the Agg canvas at a fixed size and dpi,
-    and saved without a Software tag, so equal inputs give equal bytes.
+    Layout after statistical_databases_survey.txt, "R-U maps": one labelled marker per release strategy (one
+    marker and colour per ``group`` when points name one, e.g. a method family), the unprotected original data
+    as a reference at (DR=100, IL=0), and the Pareto front as a step line when there are two points or more;
+    ``label_front_only`` labels only Pareto points, at least LABEL_GAP of the axes apart (for maps of many
+    points). Lower-left is better.
+    Rendered with the Agg canvas at a fixed size and dpi, and saved without a Software tag, so equal inputs
+    give equal bytes.
     """
     path = Path(path)
     placed = _finite_points(points)
     fig = Figure(figsize=FIGSIZE_IN, dpi=DPI)
     FigureCanvasAgg(fig)
     ax = fig.add_subplot()
-    ax.scatter([p["dr"] for p in placed], [p["il"] for p in placed], s=40, color="tab:blue", zorder=3,
-               label="release strategies")
-    for p in placed:
+    groups = _marker_groups(placed)
+    for name, members, style in groups:
+        ax.scatter([p["dr"] for p in members], [p["il"] for p in members], s=40, zorder=3, label=name, **style)
+    front = pareto_front(placed)
+    x_top = _axis_top([p["dr"] for p in placed], 100.0)
+    y_top = _axis_top([p["il"] for p in placed], 1.0)
+    for p in (_spaced(front, x_top, y_top) if label_front_only else placed):
         ax.annotate(str(p.get("label", "")), (p["dr"], p["il"]), xytext=(5, 5), textcoords="offset points",
                     fontsize=8)
-    front = pareto_front(placed)
     if len(front) >= 2:
         ax.step([p["dr"] for p in front], [p["il"] for p in front], where="post", color="tab:orange",
                 linewidth=1.5, zorder=2, label="Pareto front")
     ax.scatter([100.0], [0.0], marker="X", s=90, color="black", zorder=4, clip_on=False, label=ORIGINAL_LABEL)
-    x_top = _axis_top([p["dr"] for p in placed], 100.0)
-    y_top = _axis_top([p["il"] for p in placed], 1.0)
     ax.set_xlim(-0.02 * x_top, x_top)
     ax.set_ylim(-0.03 * y_top, y_top)
     ax.set_xlabel(risk_label)
     ax.set_ylabel(loss_label)
     ax.set_title("R-U confidentiality map (lower-left is better)")
     ax.grid(True, color="0.9")
-    ax.legend(loc="best", fontsize=8)
+    ax.legend(loc="best", fontsize=8, ncol=2 if len(groups) > 4 else 1)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     fig.savefig(path, format="png", metadata={"Software": None})
@@ -430,8 +459,13 @@ def markdown_section(section: Section) -> list[str]:
 def render_markdown(summary: dict, ru_map_name: str | None = RU_MAP_NAME) -> str:
     """Return the release report as Markdown: headline, run, gate, variables, steps, metrics, timings, R-U map."""
     status, detail = release_status(summary["gate"])
-    lines = [f"# {summary['title']}", "", f"**{status}**: {detail}", ""]
-    for section in report_sections(summary, ru_map_name):
+    return markdown_document(summary["title"], f"**{status}**: {detail}", report_sections(summary, ru_map_name))
+
+
+def markdown_document(title: str, headline: str, sections: list[Section]) -> str:
+    """Return a Markdown document: the title, a headline paragraph, then the sections."""
+    lines = [f"# {title}", "", headline, ""]
+    for section in sections:
         lines += markdown_section(section)
     return "\n".join(lines).rstrip("\n") + "\n"
 
@@ -480,13 +514,18 @@ def html_section(section: Section) -> str:
 def render_html(summary: dict, ru_map_name: str | None = RU_MAP_NAME) -> str:
     """Return the release report as a standalone HTML page (inline CSS, no scripts or external assets)."""
     status, detail = release_status(summary["gate"])
-    body = "\n".join(html_section(s) for s in report_sections(summary, ru_map_name))
+    headline = f'<p class="status status-{_esc(status)}"><strong>{_esc(status)}</strong>: {_esc(detail)}</p>'
+    return html_page(summary["title"], headline, report_sections(summary, ru_map_name))
+
+
+def html_page(title: str, headline_html: str, sections: list[Section]) -> str:
+    """Return a standalone HTML page (inline CSS, no scripts or external assets): the escaped title, an
+    already escaped headline, then the sections."""
+    body = "\n".join(html_section(s) for s in sections)
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-        f"<title>{_esc(summary['title'])}</title>\n<style>\n{HTML_CSS}\n</style>\n</head>\n<body>\n"
-        f"<h1>{_esc(summary['title'])}</h1>\n"
-        f'<p class="status status-{_esc(status)}"><strong>{_esc(status)}</strong>: {_esc(detail)}</p>\n'
-        f"{body}\n</body>\n</html>\n"
+        f"<title>{_esc(title)}</title>\n<style>\n{HTML_CSS}\n</style>\n</head>\n<body>\n"
+        f"<h1>{_esc(title)}</h1>\n{headline_html}\n{body}\n</body>\n</html>\n"
     )
 
 

@@ -1,0 +1,72 @@
+"""Prefect flow ``compare``: rank masking methods and parameters on one file (chapter 6 methodology).
+
+Orchestration only: grid, runs, ranking and files come from ``sdc_tasks.compare`` and
+``sdc_tasks.compare_outputs``; the flow writes the comparison atomically, optionally the best release spec,
+and publishes the ranking as Markdown and table artifacts (statistics only, no record values).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from time import perf_counter
+
+from prefect import flow, get_run_logger, task
+from prefect.artifacts import create_markdown_artifact, create_table_artifact
+from prefect.cache_policies import NO_CACHE
+
+from sdc_tasks.cluster import dask_client
+from sdc_tasks.compare import CompareInput, Grid, load_grid, parallel_mode, parse_limits, prepare_input
+from sdc_tasks.compare_outputs import (TABLE_1_COLUMNS, Comparison, compared, comparison_summary, headline,
+                                       ranking_section, write_comparison, write_release_spec)
+from sdc_tasks.io import atomic_output_dir
+from sdc_tasks.report import markdown_section
+
+STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
+
+
+@task(name="plan", task_run_name="plan", **STAGE)
+def plan(input_path: str, grid_path: str | None, id_col: str, variables, key_vars, parallel: str):
+    """Validate the grid and the input's columns; choose the parallel mode by input size."""
+    grid = load_grid(grid_path)
+    source = prepare_input(input_path, id_col, variables, key_vars, grid)
+    return grid, source, parallel_mode(source, parallel)
+
+
+@task(name="mask and evaluate every configuration", task_run_name="mask and evaluate {mode}", **STAGE)
+def evaluate_grid(source: CompareInput, grid: Grid, mode: str, limits: dict, work_dir: str,
+                  started: float) -> Comparison:
+    """Every configuration masked and evaluated on the Dask cluster, ranked, the best under the limits picked."""
+    return compared(source, grid, mode, limits, work_dir, started)
+
+
+@task(name="report", task_run_name="report", **STAGE)
+def report(c: Comparison, root: str, final_dir: str) -> dict:
+    """Write the ranking, map and report into ``root`` (renamed to ``final_dir`` when the flow succeeds);
+    publish the ranking as Markdown and table artifacts, with the map's final path."""
+    written = {k: str(v) for k, v in write_comparison(c, root).items()}
+    map_path = Path(final_dir) / Path(written["ru_map"]).name
+    text = "\n".join([f"**{headline(c)}**", "", f"R-U map: `{map_path}`", "",
+                      *markdown_section(ranking_section(c.table))])
+    create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
+    create_table_artifact(c.table[list(TABLE_1_COLUMNS)].to_dict("records"), key="comparison-table",
+                          description=f"Ranking of {c.grid.name}")
+    return written
+
+
+@flow(name="compare", log_prints=False)
+def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str = "record_id",
+            variables: list[str] | None = None, key_vars: list[str] | None = None,
+            limits: list[str] | None = None, best_spec: str | None = None, parallel: str = "auto",
+            dask_address: str | None = None, workers: int = 2, overwrite: bool = False) -> dict:
+    """Run the grid (default: chapter 6's) on ``input_path``, write the comparison to ``out_dir``, and the best
+    configuration under ``limits`` (MEASURE=LIMIT strings) as a release spec to ``best_spec``."""
+    log = get_run_logger()
+    bounds = parse_limits(limits or [])
+    chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel)
+    log.info("%d configurations, parallel mode %s", len(chosen.configurations()), mode)
+    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:
+        c = evaluate_grid(source, chosen, mode, bounds, str(tmp / "_work"), perf_counter())
+        report(c, str(tmp), str(Path(out_dir).resolve()))
+    if best_spec:
+        write_release_spec(c, best_spec)
+    return comparison_summary(c)

@@ -1,0 +1,356 @@
+"""Method comparison after sdc_methods_comparison_chapter.txt (chapter 6) sec. 2-4: every (method, parameters)
+of a grid masks the same file, each masked file is evaluated (IL, DLD, PLD, ID, PIL, score), and the
+configurations are ranked as in Table 1.
+
+Parallelism follows the file's size (``parallel_mode``): a small file (the Census file, 1,080 records) runs
+one configuration per Dask task with the synchronous scheduler inside the task, so the configurations run
+side by side on the workers; a large file runs the configurations one after another with the cluster doing
+each one's data work.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from time import perf_counter, process_time
+from typing import Any
+
+import dask
+import pandas as pd
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+
+from sdc_tasks.evaluate import FAMILIES, evaluate
+from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
+from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.spec import families_for_measure
+from sdc_tasks.validation import check_columns, load_checked, numeric_columns
+
+DEFAULT_GRID = "default_grid.yaml"
+SMALL_INPUT_BYTES = 64 * 2**20
+PARALLEL_MODES = ("auto", "configurations", "data")
+MEASURES = ("IL", "DLD", "PLD", "ID")
+RANK_DIGITS = 9
+
+# Table 1 columns, then ours
+RANKING_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank",
+                   "PIL", "Risk", "Family", "Registry", "Params", "Seconds")
+MEASURE_ALIASES = {"Score": "score", "Risk": "risk"}
+
+
+class GridError(ValueError):
+    """An invalid comparison grid; the message names the field at fault."""
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Sweep(_Strict):
+    """The parameter a family varies, its values, and how a value is written in the row label."""
+
+    param: str = Field(min_length=1)
+    values: list[Any] = Field(min_length=1)
+    label_format: str = Field(default="g", description="format spec of the value in the row label: 02d gives "
+                                                       "Rank05, 03d JPEG080, g Noise0.04 (Table 1 labels)")
+
+
+class Family(_Strict):
+    """One method family of the grid: a row-label prefix, a registry method, fixed parameters, a sweep."""
+
+    label: str = Field(pattern=r"^\S+$", description="row label prefix, e.g. Mic3mul")
+    method: str
+    params: dict[str, Any] = Field(default_factory=dict)
+    sweep: Sweep | None = None
+
+    @model_validator(mode="after")
+    def _valid_configurations(self) -> "Family":
+        if self.method not in METHODS:
+            raise ValueError(f"method: unknown method {self.method!r}; known: {', '.join(sorted(METHODS))}")
+        if self.sweep is None:
+            validate_params(self.method, self.params)
+            return self
+        if self.sweep.param in self.params:
+            raise ValueError(f"sweep.param {self.sweep.param!r} is also fixed in params")
+        for i, value in enumerate(self.sweep.values):
+            try:
+                format(value, self.sweep.label_format)
+            except (TypeError, ValueError):
+                raise ValueError(f"sweep.label_format {self.sweep.label_format!r} cannot write sweep.values.{i} "
+                                 f"= {value!r}") from None
+            try:
+                validate_params(self.method, {**self.params, self.sweep.param: value})
+            except ValueError as exc:
+                raise ValueError(f"sweep.values.{i} = {value!r}: {exc}") from None
+        return self
+
+    def configurations(self) -> list["Configuration"]:
+        """The family's (label, method, validated parameters), one per sweep value."""
+        if self.sweep is None:
+            return [Configuration(self.label, self.label, self.method, validate_params(self.method, self.params))]
+        return [Configuration(f"{self.label}{format(v, self.sweep.label_format)}", self.label, self.method,
+                              validate_params(self.method, {**self.params, self.sweep.param: v}))
+                for v in self.sweep.values]
+
+
+class Grid(_Strict):
+    """A comparison grid: method families, each run for every value of its sweep, with one seed."""
+
+    name: str = "comparison"
+    seed: int = Field(default=0, ge=0)
+    families: list[Family] = Field(min_length=1)
+
+    @model_validator(mode="after")
+    def _unique_labels(self) -> "Grid":
+        seen: dict[str, int] = {}
+        for i, fam in enumerate(self.families):
+            for config in fam.configurations():
+                if config.label in seen:
+                    raise ValueError(f"families.{i}: row label {config.label!r} repeats one of "
+                                     f"families.{seen[config.label]}")
+                seen[config.label] = i
+        return self
+
+    def configurations(self) -> list["Configuration"]:
+        """Every configuration of the grid, in grid order."""
+        return [c for fam in self.families for c in fam.configurations()]
+
+
+@dataclass(frozen=True)
+class Configuration:
+    """One row of the comparison: its label (Table 1 style), family label, registry method and parameters."""
+
+    label: str
+    family: str
+    method: str
+    params: dict[str, Any]
+
+
+def parse_grid(data: Any) -> Grid:
+    """Return the validated grid for a mapping; raise GridError naming each bad field."""
+    if not isinstance(data, dict):
+        raise GridError("a comparison grid must be a YAML mapping at the top level")
+    try:
+        return Grid.model_validate(data)
+    except ValidationError as exc:
+        lines = []
+        for err in exc.errors():
+            loc = ".".join(str(x) for x in err["loc"])
+            lines.append(f"grid field '{loc}': " if loc else "grid: ")
+            lines[-1] += err["msg"].removeprefix("Value error, ")
+        raise GridError("\n".join(lines)) from None
+
+
+def load_grid(path: str | Path | None = None) -> Grid:
+    """Return the grid read from a YAML file (None: the bundled chapter 6 grid, data/default_grid.yaml)."""
+    from sdc_tasks.generate import bundled_path
+
+    return parse_grid(yaml_document(Path(path) if path is not None else bundled_path(DEFAULT_GRID), "grid", GridError))
+
+
+# ---------------------------------------------------------------- input and parallelism
+
+
+@dataclass(frozen=True)
+class CompareInput:
+    """The file compared and the roles of its columns."""
+
+    path: str
+    id_column: str
+    create_id: bool
+    variables: list[str]
+    key_vars: list[str]
+    input_bytes: int
+
+
+def input_bytes(path: str | Path) -> int:
+    """Bytes on disk of a file or of every file below a dataset directory."""
+    p = Path(path)
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[str] | None = None,
+                  key_vars: list[str] | None = None, grid: Grid | None = None) -> CompareInput:
+    """Resolve the columns and check the file once: variables default to every numeric column but the id,
+    keys to the first seven variables; every key must be masked (an unmasked key is not protected by any
+    configuration); values must be finite numbers, ids unique, and the file must hold at least the largest k
+    of the grid's configurations."""
+    what = f"input {path}"
+    variables = list(variables or numeric_columns(path, [id_col], what))
+    keys = list(key_vars or variables[:7])
+    check_columns(read_table(path), [*variables, *keys], what)
+    if id_col in variables:
+        raise InputError(f"id column {id_col!r} cannot be a masked variable")
+    unmasked = [k for k in keys if k not in variables]
+    if unmasked:
+        raise InputError(f"key variable {unmasked[0]!r} is not among the masked variables")
+    ks = [(f"parameter 'k' of {c.label}", c.params["k"]) for c in (grid.configurations() if grid else [])
+          if "k" in c.params]
+    load_checked(path, id_col, variables, what, group_sizes=[max(ks, key=lambda x: x[1])] if ks else [])
+    return CompareInput(str(Path(path).resolve()), id_col, id_col not in read_table(path).columns, variables, keys,
+                        input_bytes(path))
+
+
+def parallel_mode(source: CompareInput, requested: str = "auto") -> str:
+    """"configurations" (one Dask task per configuration, synchronous inside) for inputs up to
+    SMALL_INPUT_BYTES on disk, where a configuration takes about a second and graph overhead would dominate;
+    "data" (configurations one after another, the cluster doing the data work) above."""
+    if requested not in PARALLEL_MODES:
+        raise InputError(f"parallel must be one of {', '.join(PARALLEL_MODES)}, not {requested!r}")
+    if requested != "auto":
+        return requested
+    return "configurations" if source.input_bytes <= SMALL_INPUT_BYTES else "data"
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass(frozen=True)
+class ConfigurationResult:
+    """A configuration's metrics (metrics.json keys) and seconds: wall-clock "mask" and "evaluate", and "cpu",
+    this process's CPU time for both (all of the work in "configurations" mode, the client's share in "data")."""
+
+    config: Configuration
+    metrics: dict[str, Any]
+    seconds: dict[str, float] = field(default_factory=dict)
+
+
+_SYNC_LOCK = threading.Lock()  # dask.config is process-global: one synchronous configuration per process
+
+
+def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
+                         work_dir: Path | None) -> ConfigurationResult:
+    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (families il, pil, dld, pld, id)."""
+    t0, cpu0 = perf_counter(), process_time()
+    frame = read_with_ids(source.path, "auto", source.id_column, source.create_id)
+    try:
+        staged = apply_step(frame, config.method, source.variables, config.params,
+                            StepContext(seed, 0, source.id_column, None, reference=frame), work_dir)
+        t1 = perf_counter()
+        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars, FAMILIES)
+    except (ValueError, RuntimeError) as exc:
+        raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
+    metrics["risk"] = risk(metrics)
+    return ConfigurationResult(config, metrics, {"mask": t1 - t0, "evaluate": perf_counter() - t1,
+                                                 "cpu": process_time() - cpu0})
+
+
+def evaluate_configuration(config: Configuration, source: CompareInput, seed: int) -> ConfigurationResult:
+    """One configuration as one task: everything on the synchronous scheduler in the calling process."""
+    with _SYNC_LOCK, dask.config.set(scheduler="sync"):
+        return _masked_and_measured(source, config, seed, None)
+
+
+def _active_client():
+    """The default distributed client, or None when there is none."""
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path | None = None,
+             configurations: list[Configuration] | None = None) -> list[ConfigurationResult]:
+    """Results of every configuration, in grid order. ``mode`` "configurations": one task per configuration
+    on the active Dask client (in this process, one after another, without a client); "data": one after
+    another here, each configuration's graphs on the cluster, scratch files under ``work_dir``."""
+    configs = configurations if configurations is not None else grid.configurations()
+    if mode == "configurations":
+        client = _active_client()
+        if client is None:
+            return [evaluate_configuration(c, source, grid.seed) for c in configs]
+        futures = client.map(evaluate_configuration, configs, source=source, seed=grid.seed, pure=False,
+                             key=[f"compare-{c.label}" for c in configs])
+        return client.gather(futures)
+    results = []
+    for c in configs:
+        scratch = Path(work_dir) / c.label if work_dir is not None else None
+        results.append(_masked_and_measured(source, c, grid.seed, scratch))
+        if scratch is not None:
+            shutil.rmtree(scratch, ignore_errors=True)
+    return results
+
+
+# ---------------------------------------------------------------- ranking and selection
+
+
+def risk(metrics: dict) -> float:
+    """The disclosure-risk half of the chapter 6 score, normalised to weights summing to 1:
+    0.25 DLD + 0.25 PLD + 0.5 ID, so that score = 0.5 IL + 0.5 risk (sdc_methods_comparison_chapter.txt
+    sec. 4, Score); the unprotected file has risk 100."""
+    return 0.25 * metrics["DLD"] + 0.25 * metrics["PLD"] + 0.5 * metrics["ID"]
+
+
+def ranks(values: pd.Series) -> pd.Series:
+    """Rank 1 = lowest value (chapter 6 sec. 4: "the lower the rank, the better"); equal values (compared
+    to RANK_DIGITS decimals) share the best of their ranks, the next value skipping the tied places."""
+    return values.round(RANK_DIGITS).rank(method="min", ascending=True, na_option="bottom").astype("int64")
+
+
+def ranking_table(results: list[ConfigurationResult]) -> pd.DataFrame:
+    """Table 1 of chapter 6 for our results: Method, IL, DLD, PLD, ID, Score and the four rank columns, then
+    PIL, Risk, Family, Registry (method name), Params (JSON) and Seconds (wall clock); sorted by Score (ties
+    in grid order)."""
+    rows = [{"Method": r.config.label, **{m: float(r.metrics[m]) for m in MEASURES},
+             "Score": float(r.metrics["score"]), "PIL": float(r.metrics.get("PIL", math.nan)),
+             "Risk": float(r.metrics["risk"]), "Family": r.config.family, "Registry": r.config.method,
+             "Params": json.dumps(r.config.params, sort_keys=True),
+             "Seconds": round(r.seconds.get("mask", 0.0) + r.seconds.get("evaluate", 0.0), 3)}
+            for r in results]
+    table = pd.DataFrame(rows, columns=[c for c in RANKING_COLUMNS if not c.endswith("-Rank")])
+    for m in MEASURES:
+        table[f"{m}-Rank"] = ranks(table[m])
+    return table.sort_values("Score", kind="stable").reset_index(drop=True)[list(RANKING_COLUMNS)]
+
+
+def parse_limits(pairs: list[str]) -> dict[str, float]:
+    """{metrics key: limit} from MEASURE=LIMIT strings (Score and Risk stand for score and risk); a measure
+    no metric family computes, or a limit that is not a number, is an error naming it."""
+    limits: dict[str, float] = {}
+    for pair in pairs:
+        name, sep, raw = pair.partition("=")
+        key = MEASURE_ALIASES.get(name.strip(), name.strip())
+        if not sep or not key:
+            raise InputError(f"--max {pair!r} must look like MEASURE=LIMIT (e.g. DLD=10)")
+        if key != "risk" and families_for_measure(key) is None:
+            raise InputError(f"--max {pair!r}: unknown measure {key!r} (use a metrics.json key such as DLD, PLD, "
+                             "ID, IL, PIL, score or risk)")
+        try:
+            limits[key] = float(raw)
+        except ValueError:
+            raise InputError(f"--max {pair!r}: limit {raw.strip()!r} is not a number") from None
+    return limits
+
+
+def best_result(results: list[ConfigurationResult], limits: dict[str, float]) -> ConfigurationResult | None:
+    """The lowest-score configuration whose every limited measure is at most its limit (None if none is);
+    ties go to the first in grid order."""
+    allowed = [r for r in results
+               if all(key in r.metrics and r.metrics[key] <= limit for key, limit in limits.items())]
+    return min(allowed, key=lambda r: r.metrics["score"]) if allowed else None
+
+
+def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict[str, float], grid: Grid,
+                 output_dir: str) -> dict:
+    """A release spec (sdc_tasks/spec.py) applying the chosen configuration to the compared file, with the
+    limits as its release gate (the risk axis is no metrics.json key and is left out of the gate)."""
+    return {
+        "name": f"{grid.name}-{result.config.label}",
+        "input": {"path": source.path, "format": "auto"},
+        "id_column": source.id_column,
+        "create_id": source.create_id,
+        "variables": {"key": list(source.key_vars), "continuous": list(source.variables)},
+        "steps": [{"method": result.config.method, "params": dict(result.config.params)}],
+        "metrics": list(FAMILIES),
+        "max_key_vars": len(source.key_vars),
+        "gate": {"max": {k: v for k, v in limits.items() if k != "risk"}},
+        "output": {"dir": output_dir},
+        "seed": grid.seed,
+    }

@@ -1,0 +1,180 @@
+"""The files of a method comparison: the ranking (Parquet, CSV, Markdown report), the R-U map, the HTML
+report, every configuration's metrics, and optionally the release spec of the best configuration under risk
+limits. ``comparison`` runs a whole comparison into an output directory, atomically."""
+
+from __future__ import annotations
+
+import html
+import shutil
+from dataclasses import dataclass
+from pathlib import Path
+from time import perf_counter
+
+import pandas as pd
+import yaml
+
+from sdc_tasks import report as R
+from sdc_tasks.compare import (CompareInput, ConfigurationResult, Grid, load_grid, parallel_mode, prepare_input,
+                               best_result, ranking_table, release_spec, run_grid)
+from sdc_tasks.io import atomic_output_dir, atomic_output_file
+from sdc_tasks.release import write_json
+from sdc_tasks.spec import load_spec, parse_spec
+
+TABLE_1_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank")
+RISK_LABEL = "Disclosure risk 0.25 DLD + 0.25 PLD + 0.5 ID, %"
+FILES = {"parquet": "ranking.parquet", "csv": "ranking.csv", "markdown": "ranking.md", "html": "report.html",
+         "ru_map": R.RU_MAP_NAME, "metrics": "metrics.json", "grid": "grid.yaml"}
+
+
+class NoneWithinLimits(RuntimeError):
+    """No configuration of the grid meets every risk limit; the message names the limits."""
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """What a comparison produced: its input, grid, parallel mode, results, ranking, the best configuration
+    with every limited measure at most its limit (the best overall without limits; None when none meets
+    them) and the wall-clock seconds."""
+
+    source: CompareInput
+    grid: Grid
+    mode: str
+    results: list[ConfigurationResult]
+    table: pd.DataFrame
+    limits: dict[str, float]
+    best: ConfigurationResult | None
+    seconds: float
+
+
+def ru_points(results: list[ConfigurationResult]) -> list[dict]:
+    """One R-U point per configuration, in grid order: IL against the risk axis (0.25 DLD + 0.25 PLD + 0.5 ID,
+    the score's risk half; sdc_tasks.compare.risk), grouped by method family for the map's markers."""
+    return [{"label": r.config.label, "il": r.metrics["IL"], "dr": r.metrics["risk"], "group": r.config.family}
+            for r in results]
+
+
+def _limits_text(limits: dict[str, float]) -> str:
+    """Limits as "DLD <= 10, ID <= 50"."""
+    return ", ".join(f"{k} <= {v:g}" for k, v in limits.items())
+
+
+def _cell(value) -> str:
+    """A ranking cell: measures with two decimals (as Table 1), ranks and labels as they are."""
+    return f"{value:.2f}" if isinstance(value, float) else str(value)
+
+
+def ranking_section(table: pd.DataFrame) -> R.Section:
+    """The ranking in Table 1's layout, sorted by score."""
+    rows = [tuple(_cell(v) for v in row) for row in table[list(TABLE_1_COLUMNS)].itertuples(index=False)]
+    note = ("Score = 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID (sdc_methods_comparison_chapter.txt sec. 4); "
+            "the unprotected file scores 50. Rank 1 = lowest value of the measure; equal values share the best "
+            "rank.")
+    return R.Section("Ranking", paragraphs=[note], table=R.Table(TABLE_1_COLUMNS, rows))
+
+
+def front_section(results: list[ConfigurationResult], map_name: str | None) -> R.Section:
+    """The R-U map and the configurations on its Pareto front (lowest risk first)."""
+    front = R.pareto_front(ru_points(results))
+    rows = [(p["label"], p["group"], R.format_value(p["dr"]), R.format_value(p["il"])) for p in front]
+    note = (f"Risk axis: {RISK_LABEL}, the disclosure-risk half of the score scaled to weights summing to 1, so "
+            "score = 0.5 IL + 0.5 risk; the original file sits at (100, 0). One marker per method family; the "
+            "step line is the Pareto front (statistical_databases_survey.txt, R-U maps).")
+    return R.Section("R-U confidentiality map", paragraphs=[note], image=map_name,
+                     table=R.Table(("Pareto configuration", "Family", "Risk, %", "IL, %"), rows))
+
+
+def settings_section(c: Comparison) -> R.Section:
+    """Input, variables, grid, parallel mode and timings."""
+    rows = [("Input", c.source.path), ("Records", str(c.results[0].metrics["n"]) if c.results else "0"),
+            ("Masked variables", ", ".join(c.source.variables)), ("Key variables", ", ".join(c.source.key_vars)),
+            ("Grid", f"{c.grid.name}: {len(c.results)} configurations, seed {c.grid.seed}"),
+            ("Parallelism", c.mode), ("Wall-clock seconds", f"{c.seconds:.1f}"),
+            ("Configuration seconds (sum)", f"{sum(c.table['Seconds']):.1f}")]
+    return R.Section("Settings", table=R.Table(("Field", "Value"), rows))
+
+
+def headline(c: Comparison) -> str:
+    """The best configuration overall and, with limits, the best one that meets them."""
+    top = c.table.iloc[0]
+    text = f"Best score: {top.Method} ({top.Score:.2f})."
+    if not c.limits:
+        return text
+    if c.best is None:
+        return text + f" No configuration meets {_limits_text(c.limits)}."
+    return text + (f" Best with {_limits_text(c.limits)}: {c.best.config.label} "
+                   f"({c.best.metrics['score']:.2f}).")
+
+
+def comparison_sections(c: Comparison, map_name: str | None) -> list[R.Section]:
+    """Every report section after the headline."""
+    return [settings_section(c), front_section(c.results, map_name), ranking_section(c.table)]
+
+
+def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
+    """Write the ranking (Parquet, CSV, Markdown), the R-U map, the HTML report, every configuration's
+    metrics and the grid into ``out_dir``; return {kind: path}."""
+    out = Path(out_dir)
+    paths = {kind: out / name for kind, name in FILES.items()}
+    c.table.to_parquet(paths["parquet"], index=False)
+    c.table.to_csv(paths["csv"], index=False)
+    R.ru_map_png(ru_points(c.results), paths["ru_map"], risk_label=RISK_LABEL, label_front_only=True)
+    title = f"Method comparison: {c.grid.name} on {Path(c.source.path).name}"
+    sections = comparison_sections(c, R.RU_MAP_NAME)
+    paths["markdown"].write_text(R.markdown_document(title, f"**{headline(c)}**", sections), encoding="utf-8")
+    paths["html"].write_text(R.html_page(title, f"<p><strong>{html.escape(headline(c))}</strong></p>", sections),
+                             encoding="utf-8")
+    write_json(paths["metrics"], {r.config.label: {**r.metrics, "method": r.config.method,
+                                                   "params": r.config.params, "seconds": r.seconds}
+                                  for r in c.results})
+    paths["grid"].write_text(yaml.safe_dump(c.grid.model_dump(mode="json"), sort_keys=False))
+    return paths
+
+
+def write_release_spec(c: Comparison, path: str | Path) -> Path:
+    """Write the best configuration under the limits as a release spec YAML, validated by load_spec's rules
+    before and after writing; its output directory sits beside the spec."""
+    if c.best is None:
+        raise NoneWithinLimits(f"no configuration of {c.grid.name} meets {_limits_text(c.limits) or 'the limits'}")
+    path = Path(path)
+    spec = release_spec(c.source, c.best, c.limits, c.grid, f"{path.stem}-release")
+    parse_spec(spec, base_dir=path.resolve().parent)
+    with atomic_output_file(path, overwrite=True) as tmp:
+        tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
+    load_spec(path)
+    return path
+
+
+def comparison(input_path: str | Path, out_dir: str | Path, grid: Grid | str | Path | None = None,
+               id_col: str = "record_id", variables: list[str] | None = None, key_vars: list[str] | None = None,
+               limits: dict[str, float] | None = None, parallel: str = "auto", overwrite: bool = False) -> Comparison:
+    """Run every configuration of the grid (a Grid, a YAML path, or None for chapter 6's) on the input and write
+    the outputs to ``out_dir`` atomically; the caller provides the Dask client ("configurations" mode runs in
+    this process without one)."""
+    t0 = perf_counter()
+    grid = grid if isinstance(grid, Grid) else load_grid(grid)
+    source = prepare_input(input_path, id_col, variables, key_vars, grid)
+    mode = parallel_mode(source, parallel)
+    limits = dict(limits or {})
+    with atomic_output_dir(out_dir, overwrite) as tmp:
+        result = compared(source, grid, mode, limits, tmp / "_work", t0)
+        write_comparison(result, tmp)
+    return result
+
+
+def compared(source: CompareInput, grid: Grid, mode: str, limits: dict[str, float], work_dir: str | Path,
+             started: float) -> Comparison:
+    """Run every configuration (scratch files under ``work_dir``, removed after), rank them and pick the best
+    under the limits; ``started`` is the perf_counter() the wall-clock seconds count from."""
+    results = run_grid(source, grid, mode, work_dir)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return Comparison(source, grid, mode, results, ranking_table(results), limits, best_result(results, limits),
+                      perf_counter() - started)
+
+
+def comparison_summary(c: Comparison) -> dict:
+    """A JSON-able summary: counts, mode, seconds, the best overall and under the limits."""
+    top = c.table.iloc[0]
+    return {"configurations": len(c.results), "mode": c.mode, "seconds": round(c.seconds, 2),
+            "best": {"label": top.Method, "score": float(top.Score)}, "limits": c.limits,
+            "best_within_limits": None if c.best is None else {"label": c.best.config.label,
+                                                               "score": float(c.best.metrics["score"])}}
