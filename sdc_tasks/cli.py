@@ -10,7 +10,7 @@ from typing import Optional
 
 import typer
 
-from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file, read_table, write_parquet
+from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file, write_parquet
 from sdc_tasks.spec import SpecError
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
@@ -74,11 +74,11 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  masked: Path = typer.Option(..., help="masked file (CSV or Parquet)"),
                  id_col: str = typer.Option("record_id", help="id column pairing the records; a file without "
                                             "it gets ids from its row positions (0-based)"),
-                 vars: Optional[str] = typer.Option(None, help="variables, comma-separated (default: all shared "
-                                                    "numeric columns)"),
+                 vars: Optional[str] = typer.Option(None, help="variables, comma-separated (default: the "
+                                                    "original's numeric columns; the masked file must have them)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
-                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id"),
+                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, dld_published"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  workers: int = typer.Option(2, help="Dask workers"),
@@ -105,41 +105,87 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 @app.command("mask")
 def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
              method: str = typer.Option(..., help="masking method: mdav, mdav_variable, mic_ir, mic_optimal, "
-                                        "mic_z, mic_pcp, rankswap, noise, resample, rescale, distr, jpeg"),
+                                        "mic_z, mic_pcp, rankswap, noise, resample, rescale, distr, jpeg, "
+                                        "postmask, synthetic_postmask"),
              param: list[str] = typer.Option([], help="method parameter name=value (repeatable): k, group_size, "
                                              "block_size, gamma (microaggregation); p (rankswap, noise); "
-                                             "correlated, linear_transform (noise); t (resample); q (jpeg)"),
+                                             "correlated, linear_transform (noise); t (resample); q (jpeg); "
+                                             "p, q, target_e, max_iter (postmask)"),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated (default: all "
                                                 "numeric columns but the id)"),
              seed: int = typer.Option(0, help="random seed"),
              id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
              strata: Optional[str] = typer.Option(None, help="mask within each value of this column"),
              out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv file"),
+             original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "
+                                                     "postmask move the masked input toward; required by them"),
              workers: int = typer.Option(2, help="Dask workers")) -> None:
     """Apply one masking method to a file and write the masked file."""
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.evaluate import with_pairing_ids
     from sdc_tasks.masking.apply import StepContext
     from sdc_tasks.masking.methods import apply_step
-    from sdc_tasks.masking.registry import parse_cli_params, validate_params
+    from sdc_tasks.masking.registry import METHODS, parse_cli_params, validate_params
+    from sdc_tasks.validation import load_checked, numeric_columns
 
     try:
         params = validate_params(method, parse_cli_params(param))
-        with dask_client(None, workers):
-            frame, _, id_used = with_pairing_ids(read_table(input), None, id_col)
-            variables = _split(vars) or [c for c in frame.columns if c not in (id_used, strata)
-                                         and frame[c].dtype.kind in "if"]
+        if METHODS[method].after_masking and original is None:
+            raise InputError(f"method {method} moves a masked file toward the original records: name them with "
+                             "--original FILE")
+        variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
+        to_csv = out.suffix.lower() == ".csv"
+        with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers):
+            frame, _ = load_checked(input, id_col, variables, f"input {input}", strata=strata,
+                                    group_sizes=[(f"parameter 'k' of {method}", params["k"])] if "k" in params else [])
+            reference = frame if original is None else load_checked(original, id_col, variables,
+                                                                     f"original file {original}")[0]
             result = apply_step(frame, method, variables, params,
-                                StepContext(seed, 0, id_used, strata, reference=frame))
-            if out.suffix.lower() == ".csv":
-                with atomic_output_file(out) as tmp_file:
-                    result.frame.compute().to_csv(tmp_file, index=False)
+                                StepContext(seed, 0, id_col, strata, reference=reference))
+            if to_csv:
+                result.frame.compute().to_csv(target, index=False)
             else:
-                with atomic_output_dir(out) as tmp:
-                    write_parquet(result.frame, tmp)
+                write_parquet(result.frame, target)
     except USER_ERRORS as exc:
         _fail(exc)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
+
+
+@app.command("compare")
+def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
+                out: Path = typer.Option(..., help="output directory (written atomically)"),
+                grid: Optional[Path] = typer.Option(None, help="comparison grid YAML (default: chapter 6's grid, "
+                                                    "data/default_grid.yaml)"),
+                id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
+                key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
+                                                       "variables)"),
+                variables: Optional[str] = typer.Option(None, help="variables to mask, comma-separated (default: "
+                                                        "all numeric columns but the id)"),
+                limit: list[str] = typer.Option([], "--max", help="risk limit MEASURE=LIMIT (repeatable), e.g. "
+                                              "DLD=10; selects the best configuration meeting all limits"),
+                best_spec: Optional[Path] = typer.Option(None, help="write the best configuration under the "
+                                                         "limits as a release spec YAML here"),
+                parallel: str = typer.Option("auto", help="auto (by input size), configurations or data"),
+                workers: int = typer.Option(2, help="Dask workers"),
+                dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
+                overwrite: bool = typer.Option(False, help="replace an existing output directory")) -> None:
+    """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
+    from sdc_tasks.cluster import dask_client
+    from sdc_tasks.compare import load_grid, parse_limits
+    from sdc_tasks.compare_outputs import NoneWithinLimits, comparison, comparison_summary, write_release_spec
+
+    try:
+        limits, chosen = parse_limits(limit), load_grid(grid)
+        with dask_client(dask_address, workers):
+            result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
+                                overwrite)
+        typer.echo(json.dumps(comparison_summary(result), indent=2))
+        typer.echo(f"wrote {out}")
+        if best_spec:
+            typer.echo(f"wrote {write_release_spec(result, best_spec)}")
+    except NoneWithinLimits as exc:
+        _fail(exc, code=3)
+    except USER_ERRORS as exc:
+        _fail(exc)
 
 
 @app.command("generate")
