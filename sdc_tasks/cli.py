@@ -25,6 +25,13 @@ def _fail(exc: Exception, code: int = 2) -> None:
     raise typer.Exit(code)
 
 
+def _status(text: str):
+    """A spinner with the elapsed time on stderr while a long step runs (shown on a terminal only)."""
+    from rich.console import Console
+
+    return Console(stderr=True).status(text)
+
+
 def _split(csv: Optional[str]) -> Optional[list[str]]:
     """'a,b,c' -> ['a', 'b', 'c']; None stays None."""
     return [s.strip() for s in csv.split(",") if s.strip()] if csv else None
@@ -78,7 +85,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                     "original's numeric columns; the masked file must have them)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
-                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, dld_published"),
+                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, "
+                                              "dld_published"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  workers: int = typer.Option(2, help="Dask workers"),
@@ -88,7 +96,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     from sdc_tasks.evaluate import evaluate_paths
 
     try:
-        with dask_client(dask_address, workers):
+        with dask_client(dask_address, workers), _status(f"evaluating {masked} against {original}"):
             metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
                                      tuple(_split(families) or ()), pairing)
     except USER_ERRORS as exc:
@@ -134,7 +142,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
                              "--original FILE")
         variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
         to_csv = out.suffix.lower() == ".csv"
-        with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers):
+        with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers), \
+                _status(f"masking {input} with {method}"):
             frame, _ = load_checked(input, id_col, variables, f"input {input}", strata=strata,
                                     group_sizes=[(f"parameter 'k' of {method}", params["k"])] if "k" in params else [])
             reference = frame if original is None else load_checked(original, id_col, variables,

@@ -84,6 +84,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(r"DLD_(\d+)", GROUP_DR, "Distance linkage on key variables 1..{i}: % correctly linked"),
     MetricSpec(r"DLD2_(\d+)", GROUP_DR, "Distance linkage on key variables 1..{i}: % linked to 2nd nearest"),
     _exact("DLD", GROUP_DR, "Mean of DLD_1..DLD_m over the key variables (%)"),
+    MetricSpec(r"DLDpub_(\d+)", GROUP_DR, "Distance linkage as in chapter 6 Table 1, keys 1..{i}: % linked"),
+    _exact("DLDpub", GROUP_DR, "Mean of DLDpub_1..DLDpub_m (Table 1 setup, docs/reproduction.md)"),
     _exact("PLD", GROUP_DR, "Probabilistic record linkage: % correctly paired"),
     MetricSpec(r"ID_(\d+)", GROUP_DR, "Interval disclosure, rank interval +-{i} % of n (%)"),
     _exact("ID", GROUP_DR, "Mean of ID_1..ID_10 (%)"),

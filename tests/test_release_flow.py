@@ -160,11 +160,17 @@ def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
         this_run = FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
         runs = client.read_task_runs(flow_run_filter=this_run,
                                      sort=TaskRunSort.EXPECTED_START_TIME_ASC, limit=200)
-        artifacts = {a.key for a in client.read_artifacts(
+        artifacts = {a.key: a for a in client.read_artifacts(
             artifact_filter=ArtifactFilter(), flow_run_filter=this_run, task_run_filter=TaskRunFilter(),
             limit=200, offset=0, sort=ArtifactSort.CREATED_DESC)}
     names = {r.name for r in runs}
     assert {"validate", "block step 0", "mask step 0: mdav", "write step 0", "evaluate information loss",
             "evaluate disclosure risk", "gate", "report"} <= names
-    assert all(r.state.is_completed() for r in runs)
-    assert {"release-report", "release-metrics"} <= artifacts
+    assert all(r.state.is_completed() and r.total_run_time.total_seconds() > 0 for r in runs)
+    keys = {"release-report", "release-il", "release-dr", "release-scores", "release-ru-map", "release-output"}
+    assert keys <= set(artifacts)
+    out = (tmp_path / "release").resolve()
+    assert out.as_uri() in artifacts["release-output"].data
+    assert (out / "ru_map.png").as_uri() in artifacts["release-ru-map"].data
+    dr = {row["measure"] for row in json.loads(artifacts["release-dr"].data)}
+    assert {"DLD", "PLD", "ID"} <= dr and "IL" not in dr
