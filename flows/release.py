@@ -120,7 +120,8 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
         t = perf_counter()
         facts = validate(spec)
         times["validate"] = perf_counter() - t
-        log.info("validated %d records in %d partitions", facts["n_records"], facts["partitions"])
+        log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
+                 times["validate"])
         paths = R.StepPaths(tmp)
         steps, previous = [], None
         for i, step in enumerate(spec.steps):
@@ -133,17 +134,20 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             facts_i["seconds"] = round(perf_counter() - t, 3)
             steps.append(facts_i)
             times[f"step {i} ({step.method})"] = perf_counter() - t
-            log.info("step %d (%s): %d blocks, %d records written", i, step.method, facts_i["blocks"], n_written)
+            log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, facts_i["blocks"],
+                     n_written, facts_i["seconds"])
             previous = target
         masked = str(tmp / R.MASKED_DIR)
         t = perf_counter()
         metrics = evaluate_il(spec, masked)
         times["evaluate information loss"] = perf_counter() - t
+        log.info("information loss evaluated in %.1f s", times["evaluate information loss"])
         t = perf_counter()
         metrics.update(evaluate_dr(spec, masked))
         metrics.update(scores(metrics))
         metrics.update({"seed": spec.seed, "method": "+".join(s.method for s in spec.steps)})
         times["evaluate disclosure risk"] = perf_counter() - t
+        log.info("disclosure risk evaluated in %.1f s", times["evaluate disclosure risk"])
         decision = gate(spec, metrics)
         published = decision["passed"]
         n_masked = sum(parquet_row_counts(masked))

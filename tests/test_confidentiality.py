@@ -92,6 +92,7 @@ def test_no_original_value_reaches_logs_artifacts_or_storage(tmp_path, prefect_h
     console = "\n".join([caplog.text, *(r.getMessage() for r in caplog.records), result.output, out, err,
                          *(str(w.message) for w in caught)])
     assert hits(console.encode(), compiled) == []
+    assert re.search(r"step 0 \(mdav\): \d+ blocks, 1080 records written in [\d.]+ s", console)  # stage facts
 
     release = tmp_path / "release"
     masked = pd.read_parquet(release / "masked")
