@@ -77,14 +77,36 @@ def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
     return make_cell(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
 
 
-def _route_queries(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
-                   n_cells: int) -> tuple:
-    """One paired partition cut by cell: for each cell, the rows whose search ball meets it, with their masked
-    key values and their distance to their own original (both standardized)."""
+def _query_points(part: pd.DataFrame, keys: list[str], center: np.ndarray,
+                  scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The standardized masked key values of a paired partition and each record's distance to its own original."""
     own = _standardized(part, keys, center, scale)
     q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
-    d_own = exact_distances(q, own)
-    rows, leaf = tree.ball_leaves(q, search_radius(d_own))
+    return q, exact_distances(q, own)
+
+
+def _route_home(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
+                n_cells: int) -> tuple:
+    """First pass: every row of a paired partition to the cell holding its masked record, as (rows, masked key
+    values, distance to its own original) per cell."""
+    q, d_own = _query_points(part, keys, center, scale)
+    return _by_cell(tree.leaves_of(q), n_cells, np.arange(len(q)), q, d_own)
+
+
+def _route_rest(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
+                n_cells: int, home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
+    """Second pass: the rows still undecided after their home cell (fewer than two originals strictly nearer
+    there: with two, the record is neither linked nor linked to 2nd nearest wherever the others lie) to every
+    other cell their search ball meets, per cell as in :func:`_route_home`."""
+    q, d_own = _query_points(part, keys, center, scale)
+    closer = np.zeros(len(q), dtype=np.int64)
+    for rows, c, _ in home:
+        closer[rows] = c
+    undecided = np.flatnonzero(closer < 2)
+    rows, leaf = tree.ball_leaves(q[undecided], search_radius(d_own[undecided]))
+    rows = undecided[rows]
+    away = leaf != tree.leaves_of(q[rows])
+    rows, leaf = rows[away], leaf[away]
     return _by_cell(leaf, n_cells, rows, q[rows], d_own[rows])
 
 
@@ -141,12 +163,15 @@ def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_
     """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables
     (``ties``: see :func:`_partition_credit`)."""
     tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
-    queries = [dask.delayed(_route_queries, nout=n_cells)(p, keys, center, scale, tree, n_cells)
-               for p in pair_parts]
-    counts = [dask.delayed(_cell_counts, nout=len(pair_parts))(cells[c], [q[c] for q in queries])
-              for c in range(n_cells)]
-    credits = [dask.delayed(_partition_credit)(size, [cnt[p] for cnt in counts], ties)
-               for p, size in enumerate(pair_sizes)]
+    args = (keys, center, scale, tree, n_cells)
+    n_parts = len(pair_parts)
+    home = [dask.delayed(_route_home, nout=n_cells)(p, *args) for p in pair_parts]
+    home_counts = [dask.delayed(_cell_counts, nout=n_parts)(cells[c], [h[c] for h in home]) for c in range(n_cells)]
+    rest = [dask.delayed(_route_rest, nout=n_cells)(p, *args, [hc[i] for hc in home_counts])
+            for i, p in enumerate(pair_parts)]
+    rest_counts = [dask.delayed(_cell_counts, nout=n_parts)(cells[c], [r[c] for r in rest]) for c in range(n_cells)]
+    credits = [dask.delayed(_partition_credit)(size, [cnt[i] for cnt in (*home_counts, *rest_counts)], ties)
+               for i, size in enumerate(pair_sizes)]
     return tree_merge(credits, np.add)
 
 

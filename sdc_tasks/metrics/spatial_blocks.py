@@ -53,7 +53,7 @@ class SplitTree:
         """
         rec = np.arange(len(points))
         node = np.zeros(len(points), dtype=np.int64)
-        found_rec, found_leaf = [], []
+        found_rec, found_leaf = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
         while len(rec):
             at_leaf = self.leaf[node] >= 0
             found_rec.append(rec[at_leaf])
