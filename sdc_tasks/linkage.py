@@ -105,7 +105,7 @@ def _route_rest(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: 
     undecided = np.flatnonzero(closer < 2)
     rows, leaf = tree.ball_leaves(q[undecided], search_radius(d_own[undecided]))
     rows = undecided[rows]
-    away = leaf != tree.leaves_of(q[rows])
+    away = leaf != tree.leaves_of(q)[rows]
     rows, leaf = rows[away], leaf[away]
     return _by_cell(leaf, n_cells, rows, q[rows], d_own[rows])
 
