@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from sdc_tasks.io import InputError
+from sdc_tasks.io import InputError, add_row_ids
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures
@@ -27,6 +27,13 @@ from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, 
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import moments_graph, tree_merge
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
+
+
+def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
+    """Return (original, masked, id column) where a file lacking ``id_col`` gets it from its row positions
+    (0-based, as ``sdc mask`` creates it), so files without ids are paired by row position."""
+    fill = [None if f is None or id_col in f.columns else add_row_ids(f, id_col) for f in (original, masked)]
+    return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
 
 
 def _same_ids(o: pd.DataFrame, m: pd.DataFrame, id_col: str) -> bool:
