@@ -267,9 +267,9 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if "dld_published" in families and key_vars and use_id:
         results["published"] = published_distance_linkage(pairs, id_col, key_vars, cell_rows)
     if "pld" in families and key_vars and use_id:
-        results["pld"] = dask.compute(*probabilistic_linkage_graph(
+        results["pld"] = probabilistic_linkage_graph(
             original[[id_col, *key_vars]].to_delayed(), pairs.to_delayed(), id_col, key_vars, mo.mean[ki],
-            scale[ki], n, pld_cell_rows))
+            scale[ki], n, pld_cell_rows).compute()
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "id" if use_id else "nearest"}
     mov, mmv = mo.subset(vi), mm.subset(vi)

@@ -26,11 +26,12 @@ from dataclasses import dataclass
 import dask
 import numpy as np
 import pandas as pd
+from dask.delayed import Delayed
 
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.risk import exact_distances, linkage_counts, linkage_credit, search_radius
 from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_mask, split_tree
-from sdc_tasks.stats.moments import tree_merge
+from sdc_tasks.task_graph import TaskGraph, TaskRef
 
 DEFAULT_CELL_ROWS = 250_000
 PLD_CELL_ROWS = 20_000
@@ -144,35 +145,42 @@ def n_cells_for(n: int, cell_rows: int) -> int:
     return max(1, math.ceil(n / cell_rows))
 
 
-def split_graph(orig_parts: list, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray, n: int,
-                cell_rows: int):
-    """Delayed (split tree, cells, number of cells) of the original records on the given keys."""
+def split_graph(g: TaskGraph, orig_parts: list, id_col: str, keys: list[str], center: np.ndarray,
+                scale: np.ndarray, n: int, cell_rows: int) -> tuple[TaskRef, list[TaskRef], int]:
+    """Add to ``g`` the split tree and the cells of the original records on the given keys; returns
+    (tree, cells, number of cells)."""
     n_cells = n_cells_for(n, cell_rows)
     fraction = min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / max(n, 1))
-    tree = dask.delayed(_grow)([dask.delayed(_sample)(p, id_col, keys, center, scale, fraction)
-                                for p in orig_parts], n_cells)
-    routed = [dask.delayed(_route_originals, nout=n_cells)(p, id_col, keys, center, scale, tree, n_cells)
-              for p in orig_parts]
-    cells = [dask.delayed(_cell)([r[c] for r in routed]) for c in range(n_cells)]
+    parts = [g.input(p) for p in orig_parts]
+    tree = g.task("tree", (), _grow, [g.task("sample", (i,), _sample, p, id_col, keys, center, scale, fraction)
+                                      for i, p in enumerate(parts)], n_cells)
+    routed = [g.task("route-originals", (i,), _route_originals, p, id_col, keys, center, scale, tree, n_cells)
+              for i, p in enumerate(parts)]
+    cells = [g.task("cell", (c,), _cell, [g.item(r, c) for r in routed]) for c in range(n_cells)]
     return tree, cells, n_cells
 
 
 def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
                   center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
-                  ties: str = "share"):
+                  ties: str = "share") -> Delayed:
     """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables
-    (``ties``: see :func:`_partition_credit`)."""
-    tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
+    (``ties``: see :func:`_partition_credit`). One low-level graph: routing is all-to-all between partitions
+    and cells."""
+    g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties)
+    tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
     args = (keys, center, scale, tree, n_cells)
-    n_parts = len(pair_parts)
-    home = [dask.delayed(_route_home, nout=n_cells)(p, *args) for p in pair_parts]
-    home_counts = [dask.delayed(_cell_counts, nout=n_parts)(cells[c], [h[c] for h in home]) for c in range(n_cells)]
-    rest = [dask.delayed(_route_rest, nout=n_cells)(p, *args, [hc[i] for hc in home_counts])
-            for i, p in enumerate(pair_parts)]
-    rest_counts = [dask.delayed(_cell_counts, nout=n_parts)(cells[c], [r[c] for r in rest]) for c in range(n_cells)]
-    credits = [dask.delayed(_partition_credit)(size, [cnt[i] for cnt in (*home_counts, *rest_counts)], ties)
-               for i, size in enumerate(pair_sizes)]
-    return tree_merge(credits, np.add)
+    parts = [g.input(p) for p in pair_parts]
+    n_parts = len(parts)
+    home = [g.task("home", (i,), _route_home, p, *args) for i, p in enumerate(parts)]
+    home_counts = [g.task("home-counts", (c,), _cell_counts, cells[c], [g.item(h, c) for h in home])
+                   for c in range(n_cells)]
+    rest = [g.task("rest", (i,), _route_rest, p, *args, [g.item(hc, i) for hc in home_counts])
+            for i, p in enumerate(parts)]
+    rest_counts = [g.task("rest-counts", (c,), _cell_counts, cells[c], [g.item(r, c) for r in rest])
+                   for c in range(n_cells)]
+    credits = [g.task("credit", (i,), _partition_credit, pair_sizes[i],
+                      [g.item(cnt, i) for cnt in (*home_counts, *rest_counts)], ties) for i in range(n_parts)]
+    return g.result(g.reduce("credits", credits, np.add))
 
 
 def _masked_as_originals(part: pd.DataFrame, id_col: str, keys: list[str]) -> pd.DataFrame:
@@ -274,14 +282,24 @@ def n_patterns_for(m_vars: int, thresholds: tuple[float, ...]) -> int:
 def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
                                 center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = PLD_CELL_ROWS,
                                 thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
-                                per_record: int = PLD_CANDIDATES):
+                                per_record: int = PLD_CANDIDATES) -> Delayed:
     """Delayed (model, [correctly paired records, records with their own original among the candidates])."""
     n_patterns = n_patterns_for(len(keys), thresholds)
-    tree, cells, n_cells = split_graph(orig_parts, id_col, keys, center, scale, n, cell_rows)
-    routed = [dask.delayed(_route_points, nout=n_cells)(p, id_col, keys, center, scale, tree, n_cells)
-              for p in pair_parts]
-    cands = [dask.delayed(_candidates)(cells[c], [r[c] for r in routed], thresholds, per_record)
-             for c in range(n_cells)]
-    counts = tree_merge([dask.delayed(_cell_patterns)(c, n_patterns) for c in cands], np.add)
-    model = dask.delayed(_fit)(counts, len(keys), len(thresholds) + 1)
-    return model, tree_merge([dask.delayed(_cell_links)(c, model) for c in cands], np.add)
+    g = TaskGraph("pld", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, thresholds,
+                  per_record)
+    tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
+    routed = [g.task("route-masked", (i,), _route_points, g.input(p), id_col, keys, center, scale, tree, n_cells)
+              for i, p in enumerate(pair_parts)]
+    cands = [g.task("candidates", (c,), _candidates, cells[c], [g.item(r, c) for r in routed], thresholds,
+                    per_record) for c in range(n_cells)]
+    counts = g.reduce("patterns", [g.task("cell-patterns", (c,), _cell_patterns, cand, n_patterns)
+                                   for c, cand in enumerate(cands)], np.add)
+    model = g.task("model", (), _fit, counts, len(keys), len(thresholds) + 1)
+    links = g.reduce("links", [g.task("cell-links", (c,), _cell_links, cand, model)
+                               for c, cand in enumerate(cands)], np.add)
+    return g.result(g.task("fit-and-links", (), _pair, model, links))
+
+
+def _pair(first, second) -> tuple:
+    """Two results as one."""
+    return first, second

@@ -10,6 +10,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.task_graph import fold
+
 
 CROSS_KEYS = ((1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (2, 2))
 SETTLED_DIGITS = 12
@@ -188,18 +190,10 @@ def tree_merge(items: list, merge, split_every: int = 8):
         raise ValueError("nothing to reduce")
     while len(level) > 1:
         level = [
-            dask.delayed(_fold)(level[i : i + split_every], merge)
+            dask.delayed(fold)(level[i : i + split_every], merge)
             for i in range(0, len(level), split_every)
         ]
     return level[0]
-
-
-def _fold(chunk: list, merge):
-    """Merge a short list of sketches left to right."""
-    out = chunk[0]
-    for item in chunk[1:]:
-        out = merge(out, item)
-    return out
 
 
 def _partition_moments(df: pd.DataFrame, columns: list[str], order: int) -> Moments:

@@ -1,0 +1,53 @@
+"""The low-level task graph builder: references, list arguments, tuple items, tree reductions, Dask inputs."""
+
+from __future__ import annotations
+
+import operator
+
+import dask
+import numpy as np
+import pandas as pd
+import pytest
+
+from sdc_tasks.task_graph import TaskGraph
+
+
+def test_tasks_see_their_inputs_values_inside_lists_and_tuple_items():
+    parts = [dask.delayed(pd.DataFrame)({"x": [i, i + 1]}) for i in range(3)]
+    g = TaskGraph("test", 1)
+    sums = [g.task("sum", (i,), lambda df: (int(df["x"].sum()), len(df)), g.input(p)) for i, p in enumerate(parts)]
+    firsts = [g.item(s, 0) for s in sums]
+    assert g.item(sums[0], 0) == firsts[0]
+    total = g.task("total", (), sum, firsts)
+    with dask.config.set(scheduler="sync"):
+        assert g.result(total).compute() == (0 + 1) + (1 + 2) + (2 + 3)
+
+
+@pytest.mark.parametrize("n", [1, 2, 8, 9, 70])
+def test_tree_reduction_folds_every_item_once(n):
+    g = TaskGraph("reduce", n)
+    refs = [g.task("leaf", (i,), np.array, [i, 1]) for i in range(n)]
+    with dask.config.set(scheduler="sync"):
+        total = g.result(g.reduce("sum", refs, operator.add, split_every=3)).compute()
+    assert total.tolist() == [n * (n - 1) // 2, n]
+
+
+def test_a_task_key_cannot_be_added_twice_and_empty_reductions_are_refused():
+    g = TaskGraph("keys")
+    g.task("a", (0,), int, 1)
+    with pytest.raises(ValueError, match="already in the graph"):
+        g.task("a", (0,), int, 2)
+    with pytest.raises(ValueError, match="nothing to reduce"):
+        g.reduce("r", [], operator.add)
+
+
+def test_graph_size_grows_with_partitions_times_cells_not_faster():
+    """An all-to-all stage of P producers and C consumers is P x C item tasks plus P + C, whatever the order of
+    calls (dask.delayed would rebuild the merged graph at each call)."""
+    g = TaskGraph("all-to-all")
+    producers = [g.task("p", (i,), tuple, list(range(30))) for i in range(30)]
+    consumers = [g.task("c", (c,), sum, [g.item(p, c) for p in producers]) for c in range(30)]
+    out = g.result(g.reduce("total", consumers, operator.add))
+    assert len(g.tasks) == 30 + 30 * 30 + 30 + 4 + 1
+    with dask.config.set(scheduler="sync"):
+        assert out.compute() == 30 * sum(range(30))
