@@ -25,17 +25,19 @@ STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
-def information_loss(original: str, masked: str, id_col: str, variables, key_vars, families, pairing) -> dict:
-    """The information loss families (IL, matrix measures, brMAE/brMSE, PIL)."""
+def information_loss(original: str, masked: str, id_col: str, variables, key_vars, families, pairing,
+                     categorical: dict) -> dict:
+    """The information loss families (IL, matrix measures, brMAE/brMSE, PIL, categorical IL)."""
     asked = tuple(f for f in families if f in IL_FAMILIES)
-    return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing) if asked else {}
+    return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing, **categorical) if asked else {}
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
-def disclosure_risk(original: str, masked: str, id_col: str, variables, key_vars, families, pairing) -> dict:
-    """Distance and probabilistic linkage and interval disclosure."""
+def disclosure_risk(original: str, masked: str, id_col: str, variables, key_vars, families, pairing,
+                    categorical: dict) -> dict:
+    """Distance and probabilistic linkage, interval disclosure and the categorical risk measures."""
     asked = tuple(f for f in families if f in RISK_FAMILIES)
-    return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing) if asked else {}
+    return evaluate_paths(original, masked, id_col, variables, key_vars, asked, pairing, **categorical) if asked else {}
 
 
 @task(name="report", task_run_name="report", **STAGE)
@@ -52,15 +54,18 @@ def report(root: str, summary: dict, name: str) -> dict:
 def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id",
              variables: list[str] | None = None, key_vars: list[str] | None = None,
              families: list[str] | None = None, pairing: str = "auto", dask_address: str | None = None,
-             workers: int = 2, overwrite: bool = False) -> dict:
-    """Evaluate ``masked`` against ``original`` and write the metrics and report to ``out_dir``."""
+             workers: int = 2, overwrite: bool = False, categorical: list[str] | None = None,
+             ordinal: dict[str, list] | None = None, weight: str | None = None, reference: str | None = None) -> dict:
+    """Evaluate ``masked`` against ``original`` and write the metrics and report to ``out_dir`` (categorical
+    variables, ordinal orders, weight and reference file for the cat_il and cat_risk families)."""
     log = get_run_logger()
     fams = tuple(families or DEFAULT_FAMILIES)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     name = f"{Path(masked).name} vs {Path(original).name}"
     with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:
-        metrics = information_loss(original, masked, id_col, variables, key_vars, fams, pairing)
-        metrics.update(disclosure_risk(original, masked, id_col, variables, key_vars, fams, pairing))
+        cat = {"categorical": categorical, "ordinal": ordinal, "weight": weight, "reference": reference}
+        metrics = information_loss(original, masked, id_col, variables, key_vars, fams, pairing, cat)
+        metrics.update(disclosure_risk(original, masked, id_col, variables, key_vars, fams, pairing, cat))
         metrics.update(scores(metrics))
         log.info("evaluated %s records (%s pairing)", metrics.get("n_masked"), metrics.get("pairing"))
         summary = {

@@ -37,6 +37,17 @@ def _split(csv: Optional[str]) -> Optional[list[str]]:
     return [s.strip() for s in csv.split(",") if s.strip()] if csv else None
 
 
+def _orders(items: list[str]) -> dict[str, list[str]]:
+    """['VAR=c1,c2', ...] -> {'VAR': ['c1', 'c2']}; raise InputError naming a malformed item's position."""
+    out = {}
+    for i, item in enumerate(items):
+        name, sep, cats = item.partition("=")
+        if not sep or not name.strip() or not _split(cats):
+            raise InputError(f"--ordinal number {i + 1} must read VAR=c1,c2,... (the categories in order)")
+        out[name.strip()] = _split(cats)
+    return out
+
+
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
                  overwrite: Optional[bool]) -> None:
     """Run the Prefect release flow and report the outcome on the terminal."""
@@ -86,7 +97,14 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
                  families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, "
-                                              "dld_published"),
+                                              "dld_published, cat_il, cat_risk"),
+                 categorical: Optional[str] = typer.Option(None, help="categorical variables, comma-separated "
+                                                           "(codes or text; cat_il, cat_risk)"),
+                 ordinal: list[str] = typer.Option([], help="ordinal categorical variable and its categories in "
+                                                   "order, VAR=c1,c2,... (repeatable; others are nominal)"),
+                 weight: Optional[str] = typer.Option(None, help="sampling weight column of the masked file "
+                                                      "(individual risk)"),
+                 reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  workers: int = typer.Option(2, help="Dask workers"),
@@ -98,7 +116,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     try:
         with dask_client(dask_address, workers), _status(f"evaluating {masked} against {original}"):
             metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
-                                     tuple(_split(families) or ()), pairing)
+                                     tuple(_split(families) or ()), pairing, categorical=_split(categorical),
+                                     ordinal=_orders(ordinal), weight=weight, reference=reference)
     except USER_ERRORS as exc:
         _fail(exc)
     text = json.dumps(metrics, indent=2, sort_keys=True)

@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
+from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES, categorical_measures, check_categorical
 from sdc_tasks.io import InputError, add_row_ids
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
@@ -161,10 +162,10 @@ def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray
     return cKDTree((values - center) / scale)
 
 
-FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published")
+FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", *CATEGORICAL_FAMILIES)
 DEFAULT_FAMILIES = FAMILIES[:5]
-IL_FAMILIES = ("il", "pil")
-RISK_FAMILIES = ("dld", "pld", "id", "dld_published")
+IL_FAMILIES = ("il", "pil", "cat_il")
+RISK_FAMILIES = ("dld", "pld", "id", "dld_published", "cat_risk")
 
 
 def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
@@ -205,10 +206,58 @@ def check_options(families: tuple[str, ...], pairing: str) -> None:
         raise InputError(f"pairing must be auto, id or nearest, not {pairing!r}")
 
 
+def categorical_keys(key_vars: list[str], categorical: list[str]) -> list[str]:
+    """The key variables of the categorical risk measures: the categorical ones among ``key_vars`` in their order,
+    or every categorical variable when no key variable is categorical."""
+    return [k for k in key_vars if k in categorical] or list(categorical)
+
+
 def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
              key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
-             cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
-    """Return METRICS.md keys for ``masked`` against ``original`` for the families asked for: ``il``
+             cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
+             ordinal: dict[str, list] | None = None, weight: str | None = None,
+             reference: dd.DataFrame | None = None) -> dict:
+    """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
+    families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
+    ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
+    variables and ``cat_risk`` (kanon_*, sample_uniques, PLD_cat and, with a ``weight`` column of the masked file,
+    indiv_risk_*) on the categorical key variables (:func:`categorical_keys`); docs/categorical.md.
+
+    ``ordinal``: category order of each ordinal categorical variable (others are nominal); ``reference``: the
+    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original). Categorical measures pair
+    records by id."""
+    check_options(families, pairing)
+    categorical, ordinal = list(categorical), dict(ordinal or {})
+    keys = categorical_keys(key_vars, categorical)
+    cat_families = tuple(f for f in families if f in CATEGORICAL_FAMILIES)
+    other = tuple(f for f in families if f not in CATEGORICAL_FAMILIES)
+    out = continuous_measures(original, masked, id_col, variables, [k for k in key_vars if k not in categorical],
+                              other, pairing, cell_rows, pld_cell_rows) if other else {}
+    if not cat_families:
+        return out
+    check_categorical(categorical, keys, ordinal, cat_families)
+    if pairing == "nearest":
+        raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
+    cols = list(dict.fromkeys([*categorical, *keys]))
+    check_columns(original, [id_col, *cols], "original file")
+    check_columns(masked, [id_col, *cols, *([weight] if weight else [])], "masked file")
+    if reference is not None:
+        check_columns(reference, categorical, "reference file")
+    pairs = paired(original, masked, id_col, cols).persist()
+    n, n_masked, matched = (int(x) for x in dask.compute(_count(original), _count(masked), _count(pairs)))
+    if matched != n_masked or n_masked == 0:
+        raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the same "
+                         f"{id_col!r} (categorical measures pair records by id)")
+    out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
+    out.update(categorical_measures(pairs, original, masked, id_col, categorical, keys, ordinal, weight, reference,
+                                    cat_families, n_masked))
+    return out
+
+
+def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+                        key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
+                        cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
+    """Return METRICS.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
     their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations), ``id`` (ID_p, ID, SDID) and, not
@@ -310,13 +359,25 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
 def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",
                    variables: list[str] | None = None, key_vars: list[str] | None = None,
                    families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
-                   cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
+                   cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
+                   categorical: list[str] | None = None, ordinal: dict[str, list] | None = None,
+                   weight: str | None = None, reference: str | Path | None = None) -> dict:
     """Evaluate two files (CSV or Parquet) after checking both (validation.load_checked). A file without
-    ``id_col`` gets ids from its row positions; variables default to the original's numeric columns (the
-    masked file must have them all), keys to the first seven variables."""
+    ``id_col`` gets ids from its row positions; variables default to the original's numeric columns but the
+    categorical and weight columns (the masked file must have them all; none are needed when only categorical
+    families are asked for), keys to the first seven variables. Categorical columns may hold codes or text and,
+    in the masked file, missing values; ``reference``: a file with the categorical columns (EBIL_RF, PRIL_RF)."""
     check_options(families, pairing)
-    variables = variables or numeric_columns(original, [id_col], f"original file {original}")
+    categorical = list(categorical or [])
+    continuous = [f for f in families if f not in CATEGORICAL_FAMILIES]
+    exclude = [id_col, *categorical, *([weight] if weight else [])]
+    variables = variables or (numeric_columns(original, exclude, f"original file {original}") if continuous else [])
     key_vars = key_vars or variables[:7]
-    a, _ = load_checked(original, id_col, [*variables, *key_vars], f"original file {original}")
-    b, _ = load_checked(masked, id_col, [*variables, *key_vars], f"masked file {masked}")
-    return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows)
+    numeric = [*variables, *(k for k in key_vars if k not in categorical)]
+    a, _ = load_checked(original, id_col, numeric, f"original file {original}", required=categorical)
+    b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], f"masked file {masked}",
+                        required=categorical)
+    ref = load_checked(reference, id_col, [], f"reference file {reference}", required=categorical)[0] \
+        if reference is not None else None
+    return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows, categorical,
+                    ordinal, weight, ref)

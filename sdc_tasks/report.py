@@ -30,7 +30,8 @@ GROUP_SCORE = "Score"
 GROUP_OTHER = "Other"
 GROUP_ORDER = (GROUP_IL, GROUP_DR, GROUP_SCORE, GROUP_OTHER)
 
-BOOKKEEPING_KEYS = frozenset({"n", "n_masked", "p", "key_vars", "seed", "method", "params"})
+BOOKKEEPING_KEYS = frozenset({"n", "n_masked", "p", "key_vars", "seed", "method", "params", "categorical",
+                              "categorical_keys"})
 
 MATRICES = (
     ("X", "data matrix X"),
@@ -90,6 +91,23 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(r"ID_(\d+)", GROUP_DR, "Interval disclosure, rank interval +-{i} % of n (%)"),
     _exact("ID", GROUP_DR, "Mean of ID_1..ID_10 (%)"),
     _exact("SDID", GROUP_DR, "Original values within +-k x sd of their masked value (%)"),
+    _exact("Dist", GROUP_IL, "Categorical: sum of original-to-masked category distances (ordinal |rank diff|/(K-1))"),
+    _exact("Dist_mean", GROUP_IL, "Categorical: Dist per cell (fraction)"),
+    _exact("CTBIL", GROUP_IL, "Categorical: absolute cell differences of all 1- and 2-variable contingency tables"),
+    _exact("ACTBIL", GROUP_IL, "Categorical: CTBIL per cell of those tables"),
+    _exact("EBIL_MF", GROUP_IL, "Categorical: sum of H(V | V'), natural log, P(V) from the evaluated file"),
+    _exact("PRIL_MF", GROUP_IL, "Categorical: sum of -ln P(V = i | V' = j), P(V) from the evaluated file"),
+    _exact("EBIL_RF", GROUP_IL, "Categorical: EBIL with P(V) from the reference file"),
+    _exact("PRIL_RF", GROUP_IL, "Categorical: PRIL with P(V) from the reference file"),
+    _exact("kanon_min_group", GROUP_DR, "Categorical keys: smallest group of compatible records (k of k-anonymity)"),
+    MetricSpec(r"kanon_violations_(\d+)", GROUP_DR, "Categorical keys: records in groups smaller than {i} (count)"),
+    _exact("sample_uniques", GROUP_DR, "Categorical keys: records unique on the keys (count)"),
+    _exact("sample_uniques_percent", GROUP_DR, "Categorical keys: records unique on the keys (%)"),
+    _exact("indiv_risk_max", GROUP_DR, "Largest individual re-identification risk (Benedetti-Franconi, fraction)"),
+    _exact("indiv_risk_mean", GROUP_DR, "Mean individual re-identification risk (fraction)"),
+    _exact("expected_reidentifications", GROUP_DR, "Sum of the individual risks (records)"),
+    _exact("records_risk_above_0.1", GROUP_DR, "Records with individual risk above 0.1 (%)"),
+    _exact("PLD_cat", GROUP_DR, "Probabilistic linkage on the categorical keys: % correctly paired"),
     _exact("score", GROUP_SCORE, "0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID"),
     _exact("score_simple", GROUP_SCORE, "0.5 IL + 0.25 DLD + 0.25 ID"),
     _exact("score_pil", GROUP_SCORE, "score with PIL in place of IL"),

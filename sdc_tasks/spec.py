@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sdc_tasks.io import yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
-METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published")
+METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "cat_il", "cat_risk")
 DEFAULT_METRICS = METRIC_FAMILIES[:5]
 
 
@@ -27,6 +27,9 @@ GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that c
     (r"score_simple", ("il", "dld", "id")),
     (r"score", ("il", "dld", "pld", "id")),
     (r"score_pil", ("pil", "dld", "pld", "id")),
+    (r"Dist(_mean)?|A?CTBIL|EBIL_[MR]F|PRIL_[MR]F", ("cat_il",)),
+    (r"kanon_violations_[235]|sample_uniques(_percent)?|indiv_risk_(max|mean)|expected_reidentifications|"
+     r"records_risk_above_0\.1|PLD_cat(_candidate_recall)?", ("cat_risk",)),
 )
 
 

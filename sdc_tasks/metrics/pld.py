@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
+from scipy.optimize import linprog
 from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 from scipy.special import expit
 
@@ -165,6 +166,7 @@ def fit_fellegi_sunter(
     max_iter: int = 500,
     tol: float = 1e-10,
     prior: float = 0.1,
+    fixed_u: np.ndarray | None = None,
 ) -> FellegiSunterModel:
     """Fitted :class:`FellegiSunterModel`: m, u and the match prior estimated by EM from pattern frequencies
     (sdc_methods_comparison_chapter.txt sec. 3; Jaro (1989); Fellegi and Sunter (1969)).
@@ -174,7 +176,9 @@ def fit_fellegi_sunter(
     O(n_patterns) whatever the number of pairs. Start: m proportional to 2^-level, u the observed marginal
     level frequencies, match prior ``prior``. Stops when no parameter moves more than ``tol``
     (``converged=True``) or after ``max_iter`` iterations. Probabilities are floored at 1e-12 so that every
-    weight is finite; the match class is the one with more mass on level 0 summed over variables.
+    weight is finite; the match class is the one with more mass on level 0 summed over variables. ``fixed_u``
+    ((m_vars, n_levels) rows summing to 1): u held at these values (estimated from all record pairs, where
+    non-matches are nearly every pair) and only m and the prior fitted.
     """
     counts = np.asarray(counts, dtype=np.float64).reshape(-1)
     if counts.size != n_levels**m_vars:
@@ -189,15 +193,18 @@ def fit_fellegi_sunter(
     counts = counts[codes]
     levels = pattern_levels(codes, m_vars, n_levels)
     m, u = _initial_parameters(levels, counts, n_levels)
+    if fixed_u is not None:
+        u = _floor_normalize(np.asarray(fixed_u, dtype=np.float64))
     p = prior
     converged, iteration = False, 0
     while iteration < max_iter and not converged:
         iteration += 1
         m_new, u_new, p_new = _em_step(m, u, p, codes, counts, levels)
+        u_new = u if fixed_u is not None else u_new
         delta = max(np.abs(m_new - m).max(), np.abs(u_new - u).max(), abs(p_new - p))
         m, u, p, converged = m_new, u_new, p_new, delta <= tol
     loglik = _log_likelihood(m, u, p, codes, counts)
-    m, u, p = _aligned(m, u, p)
+    m, u, p = (m, u, p) if fixed_u is not None else _aligned(m, u, p)
     return FellegiSunterModel(m=m, u=u, p=p, iterations=iteration, converged=converged, loglik=loglik)
 
 
@@ -282,6 +289,40 @@ def assign_max_weight(
     match_r, match_c = min_weight_full_bipartite_matching(_augmented_costs(r_local, c_local, w, n_r, n_c))
     real = match_c < n_c  # scipy returns match_r sorted and row_ids is sorted, so the pairs come sorted by row
     return row_ids[match_r[real]].astype(np.int64), col_ids[match_c[real]].astype(np.int64)
+
+
+def transport_max_weight(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, supply: np.ndarray,
+                         demand: np.ndarray) -> np.ndarray:
+    """Flow of every edge of a maximum-weight transportation between groups of identical records: edge i joins
+    row group ``rows[i]`` (``supply`` records) and column group ``cols[i]`` (``demand`` records) at ``weights[i]``
+    per pair (sdc_methods_comparison_chapter.txt sec. 3: Jaro (1989) linear sum assignment model, aggregated).
+
+    The one-to-one maximum-weight assignment of the records (:func:`assign_max_weight`) when every record of a
+    group has the same edges: pair totals are the flows, at most ``supply`` per row group and ``demand`` per
+    column group, records allowed to stay unpaired; edges with weight <= 0 carry no flow. Exact and integral: the
+    constraint matrix is totally unimodular and HiGHS dual simplex returns a vertex of the LP. Edges must be
+    distinct (row, col) pairs."""
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+    weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    supply = np.asarray(supply, dtype=np.float64)
+    demand = np.asarray(demand, dtype=np.float64)
+    if not rows.size == cols.size == weights.size:
+        raise ValueError(f"{rows.size} rows, {cols.size} cols and {weights.size} weights differ in length")
+    flow = np.zeros(rows.size)
+    keep = np.flatnonzero(weights > 0)
+    if keep.size == 0:
+        return flow
+    e = np.arange(keep.size)
+    n_r, n_c = supply.size, demand.size
+    a = sparse.csr_array((np.ones(2 * keep.size), (np.concatenate([rows[keep], n_r + cols[keep]]),
+                                                   np.concatenate([e, e]))), shape=(n_r + n_c, keep.size))
+    result = linprog(-weights[keep], A_ub=a, b_ub=np.concatenate([supply, demand]), bounds=(0, None),
+                     method="highs-ds")
+    if result.status != 0:
+        raise RuntimeError(f"transportation LP failed: {result.message}")
+    flow[keep] = np.round(result.x)
+    return flow
 
 
 def correct_pairs(rows: np.ndarray, cols: np.ndarray, row_ids: np.ndarray, col_ids: np.ndarray) -> int:

@@ -1,0 +1,205 @@
+"""Disclosure risk on categorical key variables: k-anonymity, sample uniques, individual risk and probabilistic
+linkage at the level of key combinations (statistical_databases_survey.txt, k-anonymity and disclosure risk for
+categorical data; sdcMicro freqCalc/indivRisk; sdc_methods_comparison_chapter.txt sec. 3 and 5 for PLD).
+Choices and sources: docs/categorical.md.
+
+Records are reduced to their key combinations with a count (and a weight sum): :func:`combination_counts` is a
+per-partition kernel whose tables add up, so a tree reduction gives the exact table of the whole file, and every
+measure is computed from that table. A missing key value (local suppression) matches any value (sdcMicro).
+"""
+
+from __future__ import annotations
+
+from itertools import combinations
+
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.io import InputError
+from sdc_tasks.metrics import pld
+from sdc_tasks.metrics.categorical_loss import MISSING_CODE, MISSING_TEXT, canonical
+
+COUNT = "__count"
+WEIGHT = "__weight"
+KANON_KS = (2, 3, 5)
+RISK_THRESHOLD = 0.1
+
+
+def combination_counts(part: pd.DataFrame, keys: list[str], text: dict[str, bool], weight: str | None = None,
+                       suffix: str = "") -> pd.DataFrame:
+    """Records and summed weights (``weight`` column, when given) per key combination of one partition (kernel;
+    tables add up with :func:`add_combinations`). Columns: the keys, COUNT and, with a weight, WEIGHT."""
+    frame = pd.DataFrame({k: canonical(part[k + suffix], text[k]) for k in keys})
+    frame[COUNT] = 1.0
+    if weight is not None:
+        frame[WEIGHT] = part[weight].to_numpy(np.float64)
+    return frame.groupby(keys, sort=False).sum().reset_index()
+
+
+def add_combinations(a: pd.DataFrame, b: pd.DataFrame) -> pd.DataFrame:
+    """The sum of two combination tables (same keys)."""
+    keys = [c for c in a.columns if c not in (COUNT, WEIGHT)]
+    return pd.concat([a, b], ignore_index=True).groupby(keys, sort=False).sum().reset_index()
+
+
+def _missing(values: pd.Series) -> np.ndarray:
+    """Whether each value is the missing category."""
+    return values.isin([MISSING_CODE, MISSING_TEXT]).to_numpy()
+
+
+def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+    """For every combination of ``table``, the records (f_k, column COUNT) and summed weights (F_k, column WEIGHT
+    when present) of all combinations compatible with it: equal on every key where neither is missing; a
+    missing value matches any value (sdcMicro freqCalc semantics; statistical_databases_survey.txt, k-anonymity).
+
+    Exact for any share of missing values: with S and T the missing-key sets of two combinations, they are
+    compatible iff equal on the keys outside S | T, so for each pair of missing patterns (S, T) present the
+    pattern-T combinations are summed by their values on the keys outside S | T and joined to the pattern-S
+    combinations. Cost: (number of patterns)^2 group-bys of the combination table."""
+    sums = [c for c in (COUNT, WEIGHT) if c in table.columns]
+    miss = pd.DataFrame({k: _missing(table[k]) for k in keys})
+    pattern = miss.apply(lambda row: tuple(k for k in keys if row[k]), axis=1) if len(table) else pd.Series([])
+    groups = {p: table[(pattern == p).to_numpy()] for p in pattern.unique()}
+    out = []
+    for s, rows in groups.items():
+        acc = np.zeros((len(rows), len(sums)))
+        for t, others in groups.items():
+            on = [k for k in keys if k not in s and k not in t]
+            if not on:
+                acc += others[sums].sum().to_numpy()
+                continue
+            summed = others.groupby(on, sort=False)[sums].sum()
+            joined = rows[on].merge(summed, left_on=on, right_index=True, how="left")
+            acc += joined[sums].fillna(0.0).to_numpy()
+        out.append(pd.DataFrame(acc, columns=sums, index=rows.index))
+    return pd.concat(out).loc[table.index] if out else table[sums]
+
+
+def kanonymity(table: pd.DataFrame, keys: list[str]) -> dict:
+    """k-anonymity keys from a combination table (statistical_databases_survey.txt, k-anonymity): the smallest
+    compatible group (kanon_min_group), the records in groups smaller than k for k = 2, 3, 5
+    (kanon_violations_k) and the sample uniques (records compatible with no other record; count and percent)."""
+    f = compatible_totals(table, keys)[COUNT].to_numpy()
+    records = table[COUNT].to_numpy()
+    n = float(records.sum())
+    out = {"kanon_min_group": float(f.min())}
+    out.update({f"kanon_violations_{k}": float(records[f < k].sum()) for k in KANON_KS})
+    out["sample_uniques"] = float(records[f == 1].sum())
+    out["sample_uniques_percent"] = 100.0 * out["sample_uniques"] / n
+    return out
+
+
+def _log_tail(q: np.ndarray) -> np.ndarray:
+    """(-ln(1 - q) - q) / q^2 = sum_{k>=0} q^k / (k + 2), by its series below q = 1e-3 (no cancellation)."""
+    q = np.asarray(q, dtype=np.float64)
+    series = sum(q**k / (k + 2) for k in range(8))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        closed = (-np.log1p(-q) - q) / q**2
+    return np.where(q < 1e-3, series, closed)
+
+
+def individual_risk(f: np.ndarray, big_f: np.ndarray) -> np.ndarray:
+    """Per-record individual risk of the Benedetti-Franconi model, sdcMicro indivRisk (method "approx"), with
+    p = f_k / F_k, f_k the sample frequency of the record's key combination and F_k the summed sampling weights
+    (the population frequency estimate): f_k = 1: p / (1 - p) ln(1 / p); f_k = 2: p / (1 - p) - (p / (1 - p))^2
+    ln(1 / p); f_k > 2: p / (f_k - (1 - p)). Written with q = 1 - p as p (-ln(1 - q)) / q and
+    p (1 - p (-ln(1 - q) - q) / q^2), which are exact rewrites that stay finite as p -> 1 (limits 1 and 1/2)."""
+    f = np.asarray(f, dtype=np.float64)
+    big_f = np.asarray(big_f, dtype=np.float64)
+    p = f / big_f
+    q = (big_f - f) / big_f
+    tail = _log_tail(q)
+    one = p * (1.0 + q * tail)
+    two = p * (1.0 - p * tail)
+    return np.where(f == 1, one, np.where(f == 2, two, p / (f - q)))
+
+
+def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
+    """Individual-risk keys from a combination table with summed weights: indiv_risk_max, indiv_risk_mean,
+    expected_reidentifications (sum of the per-record risks) and records_risk_above_0.1 (percent). F_k below f_k
+    (weights under 1) raises InputError naming the weight column."""
+    totals = compatible_totals(table, keys)
+    f, big_f = totals[COUNT].to_numpy(), totals[WEIGHT].to_numpy()
+    if np.any(~np.isfinite(big_f)) or np.any(big_f < f):
+        raise InputError(f"weight column {weight!r} must hold finite sampling weights of at least 1 (the summed "
+                         "weights of a key combination are below its number of records)")
+    risk = individual_risk(f, big_f)
+    records = table[COUNT].to_numpy()
+    n = records.sum()
+    return {"indiv_risk_max": float(risk.max()), "indiv_risk_mean": float(records @ risk / n),
+            "expected_reidentifications": float(records @ risk),
+            f"records_risk_above_{RISK_THRESHOLD}": 100.0 * float(records[risk > RISK_THRESHOLD].sum()) / n}
+
+
+def candidate_combinations(masked: pd.DataFrame, original: pd.DataFrame, keys: list[str],
+                           max_disagreements: int) -> pd.DataFrame:
+    """Candidate pairs of (masked combination ``m``, original combination ``o``), row positions in the two
+    tables, that disagree on at most ``max_disagreements`` keys (blocking: for every set of that many keys, the
+    combinations equal on the other keys), with the agreement pattern code of each pair (level 0 agree, 1
+    disagree, first key most significant; a missing masked value disagrees)."""
+    m = masked[keys].reset_index(drop=True).assign(m=np.arange(len(masked)))
+    o = original[keys].reset_index(drop=True).assign(o=np.arange(len(original)))
+    found = []
+    for ignored in combinations(keys, min(max_disagreements, len(keys))):
+        on = [k for k in keys if k not in ignored]
+        pairs = m.merge(o, on=on) if on else m.merge(o, how="cross")
+        found.append(pairs[["m", "o"]])
+    pairs = pd.concat(found, ignore_index=True).drop_duplicates(ignore_index=True)
+    levels = np.column_stack([masked[k].to_numpy()[pairs["m"]] != original[k].to_numpy()[pairs["o"]]
+                              for k in keys]).astype(np.int8)
+    return pairs.assign(code=pld.pattern_codes(levels, 2))
+
+
+def linked_share(pairs: pd.DataFrame, flow: np.ndarray, true_pairs: np.ndarray, masked_counts: np.ndarray,
+                 orig_counts: np.ndarray) -> float:
+    """Expected correctly linked records of an assignment between combinations (sdc_methods_comparison_chapter.txt
+    sec. 3, "percentage of correctly paired records"): records sharing a combination are indistinguishable, so
+    the x records assigned from masked combination m to original combination o are a uniformly random choice
+    among them, and each of the t(m, o) true pairs is linked with probability x / (a_m b_o) (a, b the
+    combination sizes): sum of x t / (a b) (the 1/t tie share of METRICS.md DLD)."""
+    a = masked_counts[pairs["m"].to_numpy()]
+    b = orig_counts[pairs["o"].to_numpy()]
+    return float((flow * true_pairs / (a * b)).sum())
+
+
+def chance_agreement(masked: pd.DataFrame, original: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """(m_vars, 2) u probabilities [agree, disagree] per key: the share of all (masked, original) record pairs that
+    agree on the key, sum_c a_c b_c / (n' n) over its categories c (Jaro 1989: u from random pairs; nearly every
+    pair is a non-match)."""
+    total = masked[COUNT].sum() * original[COUNT].sum()
+    agree = np.array([float(masked.groupby(k)[COUNT].sum().mul(original.groupby(k)[COUNT].sum(), fill_value=0.0)
+                            .sum()) / total for k in keys])
+    return np.column_stack([agree, 1.0 - agree])
+
+
+def _positions(table: pd.DataFrame, keys: list[str], name: str) -> pd.DataFrame:
+    """The key columns of a combination table beside each row's position (column ``name``)."""
+    return table[keys].reset_index(drop=True).assign(**{name: np.arange(len(table))})
+
+
+def categorical_linkage(joint: pd.DataFrame, original: pd.DataFrame, keys: list[str], masked_keys: list[str],
+                        max_disagreements: int, em_max_iter: int) -> dict:
+    """PLD on categorical keys (sdc_methods_comparison_chapter.txt sec. 3 and 5; Jaro 1989): ``joint`` counts the
+    paired records per (original combination on ``keys``, masked combination on ``masked_keys``), ``original``
+    counts the original file's records per combination. Candidate pairs of combinations come from
+    :func:`candidate_combinations`; each stands for a_m b_o record pairs with one binary agreement pattern, whose
+    frequencies fit the Fellegi-Sunter m by EM (pld.fit_fellegi_sunter, 2 levels) with u held at the chance
+    agreement of all record pairs (:func:`chance_agreement`); the records are assigned
+    one-to-one by maximum total weight (pld.transport_max_weight, exact on combinations) and credited by
+    :func:`linked_share`. Keys: PLD_cat (percent of masked records correctly linked), PLD_cat_candidate_recall
+    (percent whose own original combination is a candidate), PLD_cat_match_prior, PLD_cat_em_iterations."""
+    masked = joint.groupby(masked_keys, sort=False)[COUNT].sum().reset_index().set_axis([*keys, COUNT], axis=1)
+    pairs = candidate_combinations(masked, original, keys, max_disagreements)
+    a, b = masked[COUNT].to_numpy(), original[COUNT].to_numpy()
+    m_idx, o_idx = pairs["m"].to_numpy(), pairs["o"].to_numpy()
+    counts = np.bincount(pairs["code"], weights=a[m_idx] * b[o_idx], minlength=2 ** len(keys))
+    model = pld.fit_fellegi_sunter(counts, len(keys), 2, max_iter=em_max_iter,
+                                   fixed_u=chance_agreement(masked, original, keys))
+    flow = pld.transport_max_weight(m_idx, o_idx, model.weights()[pairs["code"].to_numpy()], a, b)
+    true = (joint.merge(_positions(masked, keys, "m").set_axis([*masked_keys, "m"], axis=1), on=masked_keys)
+            .merge(_positions(original, keys, "o"), on=keys)[["m", "o", COUNT]])
+    t = pairs.merge(true, on=["m", "o"], how="left")[COUNT].fillna(0.0).to_numpy()
+    n = a.sum()
+    return {"PLD_cat": 100.0 * linked_share(pairs, flow, t, a, b) / float(n),
+            "PLD_cat_candidate_recall": 100.0 * float(t.sum() / n),
+            "PLD_cat_match_prior": float(model.p), "PLD_cat_em_iterations": float(model.iterations)}
