@@ -27,6 +27,7 @@ import dask
 import numpy as np
 import pandas as pd
 from dask.delayed import Delayed
+from scipy.spatial import cKDTree
 
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.risk import exact_distances, linkage_counts, linkage_credit, search_radius
@@ -243,7 +244,7 @@ def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresho
         empty = np.zeros(0, dtype=np.int64)
         return Candidates(ids, cell.ids, empty, empty, empty)
     kk = min(per_record, cell.tree.n)
-    _, idx = cell.tree.query(q, k=kk)
+    _, idx = cKDTree(cell.points).query(q, k=kk)
     cols = np.asarray(idx, dtype=np.int64).reshape(len(q), kk).ravel()
     rows = np.repeat(np.arange(len(q)), kk)
     levels = pld.agreement_levels(np.abs(q[rows] - cell.points[cols]), thresholds)

@@ -32,12 +32,12 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
+from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_arrays
 from sdc_tasks.masking import apply as A
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.stats.moments import moments_graph
 
 ORIGINAL_PREFIX = "_orig_"
-LEAF_SIZE = 16
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
 
 
@@ -92,109 +92,6 @@ def il1(contributions: np.ndarray, d: int) -> float:
     return 100.0 * float(contributions.sum()) / (d * len(contributions))
 
 
-# ---- exact nearest-original search: a k-d tree usable from compiled code ----
-
-
-@dataclass(frozen=True)
-class KdTree:
-    """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= LEAF_SIZE): node
-    t holds points ``perm[start[t]:stop[t]]``; internal nodes split on ``dim[t]`` at ``split[t]`` (left
-    child coordinates <= split <= right child coordinates); leaves have dim -1."""
-
-    points: np.ndarray
-    perm: np.ndarray
-    start: np.ndarray
-    stop: np.ndarray
-    dim: np.ndarray
-    split: np.ndarray
-    left: np.ndarray
-    right: np.ndarray
-
-
-def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
-    """Build the k-d tree of ``points`` (n, d); deterministic for given points."""
-    points = np.ascontiguousarray(points, dtype=np.float64)
-    perm = np.arange(len(points), dtype=np.int64)
-    start, stop, dim, split, left, right = [0], [len(points)], [-1], [0.0], [-1], [-1]
-    todo = [0]
-    while todo:
-        node = todo.pop()
-        lo, hi = start[node], stop[node]
-        if hi - lo <= leaf_size:
-            continue
-        sub = points[perm[lo:hi]]
-        spread = sub.max(axis=0) - sub.min(axis=0)
-        axis = int(np.argmax(spread))
-        if spread[axis] == 0:
-            continue
-        mid = (hi - lo) // 2
-        perm[lo:hi] = perm[lo:hi][np.argpartition(sub[:, axis], mid)]
-        dim[node], split[node] = axis, float(points[perm[lo + mid], axis])
-        for a, b in ((lo, lo + mid), (lo + mid, hi)):
-            start.append(a)
-            stop.append(b)
-            dim.append(-1)
-            split.append(0.0)
-            left.append(-1)
-            right.append(-1)
-            todo.append(len(start) - 1)
-        left[node], right[node] = len(start) - 2, len(start) - 1
-    as_int = lambda a: np.array(a, dtype=np.int64)  # noqa: E731
-    return KdTree(points, perm, as_int(start), as_int(stop), as_int(dim), np.array(split), as_int(left),
-                  as_int(right))
-
-
-@numba.njit(cache=True)
-def _squared_distance(a, points, i):
-    """Squared Euclidean distance between the vector ``a`` and ``points[i]``."""
-    s = 0.0
-    for j in range(a.shape[0]):
-        diff = a[j] - points[i, j]
-        s += diff * diff
-    return s
-
-
-@numba.njit(cache=True)
-def _nearest(q, warm, points, perm, start, stop, dim, split, left, right):
-    """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
-    sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
-    best_i = warm
-    best = _squared_distance(q, points, warm) if warm >= 0 else np.inf
-    nodes = np.empty(256, dtype=np.int64)
-    bounds = np.empty(256)
-    nodes[0], bounds[0], top = 0, 0.0, 1
-    while top > 0:
-        top -= 1
-        node, bound = nodes[top], bounds[top]
-        if bound > best:
-            continue
-        axis = dim[node]
-        if axis < 0:
-            for a in range(start[node], stop[node]):
-                i = perm[a]
-                dist = _squared_distance(q, points, i)
-                if dist < best or (dist == best and i < best_i):
-                    best, best_i = dist, i
-            continue
-        diff = q[axis] - split[node]
-        near, far = (left[node], right[node]) if diff < 0 else (right[node], left[node])
-        nodes[top], bounds[top] = far, max(bound, diff * diff)
-        nodes[top + 1], bounds[top + 1] = near, bound
-        top += 2
-    return best_i
-
-
-def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
-    """Index of the tree point nearest to each query row (ties: lowest index)."""
-    queries = np.ascontiguousarray(queries, dtype=np.float64)
-    return np.array([_nearest(q, -1, *_tree_arrays(tree)) for q in queries], dtype=np.int64)
-
-
-def _tree_arrays(tree: KdTree) -> tuple:
-    """The tree's arrays in the order the compiled search takes them."""
-    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right
-
-
 # ---- Algorithm 1, step 8: the hill climb ----
 
 
@@ -243,7 +140,7 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
         if d_e >= 0.0:  # step 8(g)
             continue
         z[i, j] = new
-        c = nearest[i] if by_id else _nearest(z[i], nearest[i], points, perm, start, stop, dim, split, left,
+        c = nearest[i] if by_id else nearest_index(z[i], nearest[i], points, perm, start, stop, dim, split, left,
                                                right)  # step 8(b)
         contrib_new = _record_contribution(z, i, original, denom, c)
         il_prev = il_sum * il_scale
@@ -321,7 +218,7 @@ def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, targ
     e_initial = float(np.sum(diff ** 2))  # step 7
     iterations, e_final, il_sum = _climb(z, zo, denom, nearest, contrib, members, factors, term_start, terms, diff,
                                          e_initial, il1_initial * d * n / 100.0, target_il, float(target_e),
-                                         int(max_iter), float(perturbation_sd), by_id, rng, *_tree_arrays(tree))
+                                         int(max_iter), float(perturbation_sd), by_id, rng, *tree_arrays(tree))
     values = xm.copy()
     values[members] = z[members] * scale + center  # step 9
     return PostMaskResult(values, e_initial, float(e_final), il1_initial, target_il, 100.0 * il_sum / (d * n),

@@ -7,7 +7,8 @@ and sec. 4 (Disclosure Risk Assessment); post_masking_optimization.txt eq. (2); 
 from __future__ import annotations
 
 import numpy as np
-from scipy.spatial import cKDTree
+
+from sdc_tasks.kdtree import KdTree, capped_counts
 
 ID_PERCENTS = tuple(range(1, 11))
 TIE_RTOL = 1e-9
@@ -48,60 +49,23 @@ def linkage_credit(closer: np.ndarray, tied: np.ndarray, position: int) -> np.nd
     return np.where(hit, 1.0 / np.maximum(tied, 1), 0.0)
 
 
-QUERY_CHUNK = 4096
-
-
 def search_radius(d_own: np.ndarray) -> np.ndarray:
     """Radius of the ball that holds every original record nearer than or tied with the own original (never 0:
     the k-d tree compares squared distances strictly below the squared bound, so a 0 radius would find nothing)."""
     return d_own * (1 + 2 * TIE_RTOL) + 1e-100
 
 
-def _ball_counts(tree: cKDTree, q: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Strictly-closer and tied counts by a ball query (used only where the 3 nearest cannot decide)."""
-    closer = np.empty(len(q), dtype=np.int64)
-    tied = np.empty(len(q), dtype=np.int64)
-    for i, (point, r, ball) in enumerate(zip(q, d_own, search_radius(d_own))):
-        idx = tree.query_ball_point(point, ball)
-        closer[i], tied[i] = _closer_tied(exact_distances(tree.data[idx], point), r)
-    return closer, tied
-
-
-def _nearest_within(tree: cKDTree, q: np.ndarray, d_own: np.ndarray, kk: int) -> np.ndarray:
-    """Exact distances to the ``kk`` nearest records of the tree that lie within the search radius (inf where
-    fewer do). Queries go in chunks of similar radius, each bounded by its largest radius, so the search stops
-    early even where the nearest records are far."""
-    out = np.full((len(q), kk), np.inf)
-    order = np.argsort(d_own, kind="stable")
-    for chunk in np.array_split(order, max(1, -(-len(order) // QUERY_CHUNK))):
-        if len(chunk) == 0:
-            continue
-        bound = float(search_radius(d_own[chunk]).max())
-        _, idx = tree.query(q[chunk], k=kk, distance_upper_bound=bound)
-        idx = np.asarray(idx).reshape(len(chunk), kk)
-        found = idx < tree.n
-        d = exact_distances(tree.data[np.where(found, idx, 0)], q[chunk][:, None, :])
-        out[chunk] = np.where(found, d, np.inf)
-    return out
-
-
-def linkage_counts(tree: cKDTree, q: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def linkage_counts(tree: KdTree | None, q: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """For each query record: how many records of ``tree`` are strictly nearer than ``d_own`` (its distance to its
     own original) and how many are as near (to TIE_RTOL relative). The tied count is exact wherever fewer than
-    two are strictly nearer; otherwise only "two or more nearer" is certain (enough for DLD and DLD2).
+    two are strictly nearer; otherwise the count stops at two, which already settles DLD and DLD2.
 
     Distance-based record linkage, sdc_methods_comparison_chapter.txt sec. 3; inputs already standardized.
     Counts over disjoint sets of originals add up, which is what makes the blocked search exact.
     """
     if tree is None or tree.n == 0 or len(q) == 0:
         return np.zeros(len(q), dtype=np.int64), np.zeros(len(q), dtype=np.int64)
-    kk = min(3, tree.n)
-    d_nn = _nearest_within(tree, q, d_own, kk)
-    closer, tied = _closer_tied(d_nn, d_own[:, None])
-    undecided = (d_nn.max(axis=1) <= search_radius(d_own)) & (closer < 2) & (kk < tree.n)
-    if undecided.any():
-        closer[undecided], tied[undecided] = _ball_counts(tree, q[undecided], d_own[undecided])
-    return closer, tied
+    return capped_counts(tree, q, d_own, search_radius(d_own), TIE_RTOL, 2)
 
 
 def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,

@@ -14,7 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
-from scipy.spatial import cKDTree
+
+from sdc_tasks.kdtree import KdTree, kd_tree
 
 
 @dataclass(frozen=True)
@@ -122,7 +123,7 @@ class Cell:
     points: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
-    tree: cKDTree | None
+    tree: KdTree | None
 
     def min_distance(self, q: np.ndarray) -> np.ndarray:
         """Euclidean distance from each query point to the bounding box (0 inside; inf for an empty cell)."""
@@ -138,5 +139,4 @@ def make_cell(ids: np.ndarray, points: np.ndarray) -> Cell:
     ids, points = ids[order], np.ascontiguousarray(points[order])
     if len(ids) == 0:
         return Cell(ids, points, np.zeros(points.shape[1]), np.zeros(points.shape[1]), None)
-    return Cell(ids, points, points.min(axis=0), points.max(axis=0),
-                cKDTree(points, balanced_tree=False, compact_nodes=False))
+    return Cell(ids, points, points.min(axis=0), points.max(axis=0), kd_tree(points))

@@ -1,0 +1,197 @@
+"""A k-d tree usable from compiled (numba) code: the exact nearest-record search of post-masking optimization
+and the capped radius counts of distance-based record linkage.
+
+Compiled searches over one tree serve both: post-masking needs one nearest record at a time inside its hill
+climb (post_masking_optimization.txt sec. 2, Algorithm 1), and distance linkage needs, per masked record, how
+many originals are strictly nearer than its own original and how many tie with it, where "two or more strictly
+nearer" already settles DLD and DLD2 (sdc_methods_comparison_chapter.txt sec. 3; shared/METRICS.md DLD_i). A
+count that stops at two is far cheaper than the three nearest records when masking is heavy and the ball
+around a masked record holds many originals.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numba
+import numpy as np
+
+LEAF_SIZE = 16
+STACK_DEPTH = 256
+
+
+@dataclass(frozen=True)
+class KdTree:
+    """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= leaf_size points):
+    node t holds points ``perm[start[t]:stop[t]]``; internal nodes split on ``dim[t]`` at ``split[t]`` (left
+    child coordinates <= split <= right child coordinates); leaves have dim -1."""
+
+    points: np.ndarray
+    perm: np.ndarray
+    start: np.ndarray
+    stop: np.ndarray
+    dim: np.ndarray
+    split: np.ndarray
+    left: np.ndarray
+    right: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of points."""
+        return len(self.points)
+
+
+@numba.njit(cache=True)
+def _build(points, leaf_size):
+    """The node arrays of the k-d tree of ``points`` (stable sorts: the same tree for the same points)."""
+    n, d = points.shape
+    max_nodes = 2 * (n // max((leaf_size + 1) // 2, 1)) + 3
+    perm = np.arange(n)
+    start = np.zeros(max_nodes, dtype=np.int64)
+    stop = np.zeros(max_nodes, dtype=np.int64)
+    dim = np.full(max_nodes, -1, dtype=np.int64)
+    split = np.zeros(max_nodes)
+    left = np.full(max_nodes, -1, dtype=np.int64)
+    right = np.full(max_nodes, -1, dtype=np.int64)
+    stop[0] = n
+    count = 1
+    todo = [0]
+    while len(todo) > 0:
+        node = todo.pop()
+        lo, hi = start[node], stop[node]
+        if hi - lo <= leaf_size:
+            continue
+        axis, widest = 0, -1.0
+        for j in range(d):
+            low, high = np.inf, -np.inf
+            for a in range(lo, hi):
+                v = points[perm[a], j]
+                low, high = min(low, v), max(high, v)
+            if high - low > widest:
+                axis, widest = j, high - low
+        if widest <= 0:
+            continue
+        members = perm[lo:hi].copy()
+        perm[lo:hi] = members[np.argsort(points[members, axis], kind="mergesort")]
+        mid = lo + (hi - lo) // 2
+        dim[node], split[node] = axis, points[perm[mid], axis]
+        for a, b in ((lo, mid), (mid, hi)):
+            start[count], stop[count] = a, b
+            todo.append(count)
+            count += 1
+        left[node], right[node] = count - 2, count - 1
+    return perm, start[:count], stop[:count], dim[:count], split[:count], left[:count], right[:count]
+
+
+def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
+    """The k-d tree of ``points`` (n, d); deterministic for given points."""
+    points = np.ascontiguousarray(points, dtype=np.float64).reshape(len(points), -1)
+    return KdTree(points, *_build(points, leaf_size))
+
+
+def tree_arrays(tree: KdTree) -> tuple:
+    """The tree's arrays in the order the compiled searches take them."""
+    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right
+
+
+@numba.njit(cache=True)
+def squared_distance(a, points, i):
+    """Squared Euclidean distance between the vector ``a`` and ``points[i]``, summed over the coordinates left to
+    right (the order sdc_tasks.metrics.risk.exact_distances uses, so both give the same bits)."""
+    s = 0.0
+    for j in range(a.shape[0]):
+        diff = a[j] - points[i, j]
+        s += diff * diff
+    return s
+
+
+@numba.njit(cache=True)
+def _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right):
+    """Push an internal node's children on the search stack, the far one first with its squared distance bound
+    (the query's squared distance to the split plane: every point of the far side is at least that far)."""
+    diff = q[axis] - split[node]
+    near, far = (left[node], right[node]) if diff < 0 else (right[node], left[node])
+    nodes[top], bounds[top] = far, max(bound, diff * diff)
+    nodes[top + 1], bounds[top + 1] = near, bound
+    return top + 2
+
+
+@numba.njit(cache=True)
+def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right):
+    """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
+    sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
+    best_i = warm
+    best = squared_distance(q, points, warm) if warm >= 0 else np.inf
+    nodes = np.empty(STACK_DEPTH, dtype=np.int64)
+    bounds = np.empty(STACK_DEPTH)
+    nodes[0], bounds[0], top = 0, 0.0, 1
+    while top > 0:
+        top -= 1
+        node, bound = nodes[top], bounds[top]
+        if bound > best:
+            continue
+        axis = dim[node]
+        if axis < 0:
+            for a in range(start[node], stop[node]):
+                i = perm[a]
+                dist = squared_distance(q, points, i)
+                if dist < best or (dist == best and i < best_i):
+                    best, best_i = dist, i
+            continue
+        top = _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right)
+    return best_i
+
+
+def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
+    """Index of the tree point nearest to each query row (ties: lowest index)."""
+    queries = np.ascontiguousarray(queries, dtype=np.float64)
+    return np.array([nearest_index(q, -1, *tree_arrays(tree)) for q in queries], dtype=np.int64)
+
+
+@numba.njit(cache=True)
+def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop, dim, split, left, right):
+    """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
+    relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
+    m = queries.shape[0]
+    closer = np.zeros(m, dtype=np.int64)
+    tied = np.zeros(m, dtype=np.int64)
+    nodes = np.empty(STACK_DEPTH, dtype=np.int64)
+    bounds = np.empty(STACK_DEPTH)
+    for k in range(m):
+        q, own = queries[k], d_own[k]
+        tol = rtol * own
+        r2 = radius[k] * radius[k]
+        c, t = 0, 0
+        nodes[0], bounds[0], top = 0, 0.0, 1
+        while top > 0 and c < cap:
+            top -= 1
+            node, bound = nodes[top], bounds[top]
+            if bound > r2:
+                continue
+            axis = dim[node]
+            if axis < 0:
+                for a in range(start[node], stop[node]):
+                    d2 = squared_distance(q, points, perm[a])
+                    if d2 > r2:
+                        continue
+                    dist = np.sqrt(d2)
+                    if dist < own - tol:
+                        c += 1
+                        if c >= cap:
+                            break
+                    elif abs(dist - own) <= tol:
+                        t += 1
+                continue
+            top = _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right)
+        closer[k], tied[k] = c, t
+    return closer, tied
+
+
+def capped_counts(tree: KdTree, queries: np.ndarray, d_own: np.ndarray, radius: np.ndarray, rtol: float,
+                  cap: int) -> tuple[np.ndarray, np.ndarray]:
+    """(strictly nearer, tied) counts of the tree's points for each query: nearer means a distance below
+    ``d_own (1 - rtol)``, tied within ``rtol d_own`` of it; the search covers the ball of ``radius`` (which must
+    hold every tied point) and stops at ``cap`` strictly nearer points (the tied count is then partial)."""
+    queries = np.ascontiguousarray(queries, dtype=np.float64).reshape(len(queries), -1)
+    return _capped_counts(queries, np.asarray(d_own, np.float64), np.asarray(radius, np.float64), float(rtol),
+                          int(cap), *tree_arrays(tree))
