@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 from pathlib import Path
-from time import perf_counter
+from time import perf_counter, time
 from typing import Any
 
 from prefect import flow, get_run_logger, task
@@ -91,6 +91,13 @@ def report(spec: ReleaseSpec, root: str, summary: dict, row_counts: dict) -> dic
     return {name: str(path) for name, path in written.items()}
 
 
+def _record(times: dict, spans: dict, stage: str, t: float) -> None:
+    """Store a stage's duration since ``perf_counter()`` was ``t`` and its span in wall-clock (Unix) time."""
+    times[stage] = perf_counter() - t
+    now = time()
+    spans[stage] = (now - times[stage], now)
+
+
 def _now() -> str:
     """UTC time, ISO 8601."""
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -111,7 +118,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
         overrides["output.overwrite"] = overwrite
     spec = load_spec(spec_path, overrides)
     log = get_run_logger()
-    started, times = _now(), {}
+    started, times, spans = _now(), {}, {}
     d = spec.dask
     with atomic_output_dir(spec.output_dir, spec.output.overwrite) as tmp, \
             dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client:
@@ -119,7 +126,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
                  len(client.scheduler_info()["workers"]))
         t = perf_counter()
         facts = validate(spec)
-        times["validate"] = perf_counter() - t
+        _record(times, spans, "validate", t)
         log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
                  times["validate"])
         paths = R.StepPaths(tmp)
@@ -133,20 +140,20 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             n_written = write(spec, i, previous, work, target)["rows"]
             facts_i["seconds"] = round(perf_counter() - t, 3)
             steps.append(facts_i)
-            times[f"step {i} ({step.method})"] = perf_counter() - t
+            _record(times, spans, f"step {i} ({step.method})", t)
             log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, facts_i["blocks"],
                      n_written, facts_i["seconds"])
             previous = target
         masked = str(tmp / R.MASKED_DIR)
         t = perf_counter()
         metrics = evaluate_il(spec, masked)
-        times["evaluate information loss"] = perf_counter() - t
+        _record(times, spans, "evaluate information loss", t)
         log.info("information loss evaluated in %.1f s", times["evaluate information loss"])
         t = perf_counter()
         metrics.update(evaluate_dr(spec, masked))
         metrics.update(scores(metrics))
         metrics.update({"seed": spec.seed, "method": "+".join(s.method for s in spec.steps)})
-        times["evaluate disclosure risk"] = perf_counter() - t
+        _record(times, spans, "evaluate disclosure risk", t)
         log.info("disclosure risk evaluated in %.1f s", times["evaluate disclosure risk"])
         decision = gate(spec, metrics)
         published = decision["passed"]
@@ -167,6 +174,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             "metrics": metrics,
             "gate": {**decision, "published": published},
             "stage_seconds": {k: round(v, 3) for k, v in times.items()},
+            "stage_spans": spans,
             "ru_points": R.ru_points(spec.name, metrics),
         }
         report(spec, str(tmp), summary, {"original": facts["n_records"], "masked": n_masked if published else 0})

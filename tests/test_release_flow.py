@@ -174,3 +174,14 @@ def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
     assert (out / "ru_map.png").as_uri() in artifacts["release-ru-map"].data
     dr = {row["measure"] for row in json.loads(artifacts["release-dr"].data)}
     assert {"DLD", "PLD", "ID"} <= dr and "IL" not in dr
+
+
+def test_stage_spans_follow_each_other_and_match_the_stage_seconds(published):
+    _, summary = published
+    spans, seconds = summary["stage_spans"], summary["stage_seconds"]
+    assert list(spans) == list(seconds)
+    ends = [end for _, end in spans.values()]
+    starts = [start for start, _ in spans.values()]
+    assert all(a <= b for a, b in zip(ends, starts[1:]))
+    for stage, (start, end) in spans.items():
+        assert end - start == pytest.approx(seconds[stage], abs=1e-3)
