@@ -23,8 +23,9 @@ STACK_DEPTH = 256
 @dataclass(frozen=True)
 class KdTree:
     """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= leaf_size points):
-    node t holds points ``perm[start[t]:stop[t]]``; internal nodes split on ``dim[t]`` at ``split[t]`` (left
-    child coordinates <= split <= right child coordinates); leaves have dim -1."""
+    node t holds points ``perm[start[t]:stop[t]]``, whose bounding box is ``lo[t]``..``hi[t]``; internal nodes
+    split on ``dim[t]`` at ``split[t]`` (left child coordinates <= split <= right child coordinates); leaves
+    have dim -1."""
 
     points: np.ndarray
     perm: np.ndarray
@@ -34,6 +35,8 @@ class KdTree:
     split: np.ndarray
     left: np.ndarray
     right: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
 
     @property
     def n(self) -> int:
@@ -42,8 +45,35 @@ class KdTree:
 
 
 @numba.njit(cache=True)
+def _select(perm, lo, hi, kth, points, axis):
+    """Reorder ``perm[lo:hi]`` in place so that position ``kth`` holds the record of that rank on ``axis``, with
+    no larger value before it and no smaller one after (Hoare's selection, median-of-three pivots)."""
+    hi -= 1
+    while hi > lo:
+        a, b, c = points[perm[lo], axis], points[perm[(lo + hi) // 2], axis], points[perm[hi], axis]
+        pivot = max(min(a, b), min(max(a, b), c))
+        i, j = lo, hi
+        while i <= j:
+            while points[perm[i], axis] < pivot:
+                i += 1
+            while points[perm[j], axis] > pivot:
+                j -= 1
+            if i <= j:
+                perm[i], perm[j] = perm[j], perm[i]
+                i += 1
+                j -= 1
+        if kth <= j:
+            hi = j
+        elif kth >= i:
+            lo = i
+        else:
+            return
+
+
+@numba.njit(cache=True)
 def _build(points, leaf_size):
-    """The node arrays of the k-d tree of ``points`` (stable sorts: the same tree for the same points)."""
+    """The node arrays of the k-d tree of ``points`` (median splits by selection, O(n log n) in all; the same tree
+    for the same points)."""
     n, d = points.shape
     max_nodes = 2 * (n // max((leaf_size + 1) // 2, 1)) + 3
     perm = np.arange(n)
@@ -53,34 +83,37 @@ def _build(points, leaf_size):
     split = np.zeros(max_nodes)
     left = np.full(max_nodes, -1, dtype=np.int64)
     right = np.full(max_nodes, -1, dtype=np.int64)
+    box_lo = np.full((max_nodes, d), np.inf)
+    box_hi = np.full((max_nodes, d), -np.inf)
     stop[0] = n
     count = 1
     todo = [0]
     while len(todo) > 0:
         node = todo.pop()
         lo, hi = start[node], stop[node]
+        for a in range(lo, hi):
+            for j in range(d):
+                v = points[perm[a], j]
+                box_lo[node, j] = min(box_lo[node, j], v)
+                box_hi[node, j] = max(box_hi[node, j], v)
         if hi - lo <= leaf_size:
             continue
         axis, widest = 0, -1.0
         for j in range(d):
-            low, high = np.inf, -np.inf
-            for a in range(lo, hi):
-                v = points[perm[a], j]
-                low, high = min(low, v), max(high, v)
-            if high - low > widest:
-                axis, widest = j, high - low
+            if box_hi[node, j] - box_lo[node, j] > widest:
+                axis, widest = j, box_hi[node, j] - box_lo[node, j]
         if widest <= 0:
             continue
-        members = perm[lo:hi].copy()
-        perm[lo:hi] = members[np.argsort(points[members, axis], kind="mergesort")]
         mid = lo + (hi - lo) // 2
+        _select(perm, lo, hi, mid, points, axis)
         dim[node], split[node] = axis, points[perm[mid], axis]
         for a, b in ((lo, mid), (mid, hi)):
             start[count], stop[count] = a, b
             todo.append(count)
             count += 1
         left[node], right[node] = count - 2, count - 1
-    return perm, start[:count], stop[:count], dim[:count], split[:count], left[:count], right[:count]
+    return (perm, start[:count], stop[:count], dim[:count], split[:count], left[:count], right[:count],
+            box_lo[:count], box_hi[:count])
 
 
 def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
@@ -91,7 +124,7 @@ def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
 
 def tree_arrays(tree: KdTree) -> tuple:
     """The tree's arrays in the order the compiled searches take them."""
-    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right
+    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right, tree.lo, tree.hi
 
 
 @numba.njit(cache=True)
@@ -106,29 +139,36 @@ def squared_distance(a, points, i):
 
 
 @numba.njit(cache=True)
-def _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right):
-    """Push an internal node's children on the search stack, the far one first with its squared distance bound
-    (the query's squared distance to the split plane: every point of the far side is at least that far)."""
-    diff = q[axis] - split[node]
-    near, far = (left[node], right[node]) if diff < 0 else (right[node], left[node])
-    nodes[top], bounds[top] = far, max(bound, diff * diff)
-    nodes[top + 1], bounds[top + 1] = near, bound
+def _box_bound(q, lo, hi, node):
+    """Squared distance from ``q`` to the bounding box of ``node``, summed left to right as squared_distance sums,
+    so it never exceeds the computed squared distance of any point of the node (each term rounds no larger)."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        gap = max(lo[node, j] - q[j], q[j] - hi[node, j], 0.0)
+        s += gap * gap
+    return s
+
+
+@numba.njit(cache=True)
+def _push_children(nodes, top, node, q, split, dim, left, right):
+    """Push an internal node's children on the search stack, the near one (the query's side) on top."""
+    near, far = (left[node], right[node]) if q[dim[node]] < split[node] else (right[node], left[node])
+    nodes[top], nodes[top + 1] = far, near
     return top + 2
 
 
 @numba.njit(cache=True)
-def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right):
+def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right, lo, hi):
     """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
     sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
     best_i = warm
     best = squared_distance(q, points, warm) if warm >= 0 else np.inf
-    nodes = np.empty(STACK_DEPTH, dtype=np.int64)
-    bounds = np.empty(STACK_DEPTH)
-    nodes[0], bounds[0], top = 0, 0.0, 1
+    nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
+    top = 1
     while top > 0:
         top -= 1
-        node, bound = nodes[top], bounds[top]
-        if bound > best:
+        node = nodes[top]
+        if _box_bound(q, lo, hi, node) > best:
             continue
         axis = dim[node]
         if axis < 0:
@@ -138,7 +178,7 @@ def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right):
                 if dist < best or (dist == best and i < best_i):
                     best, best_i = dist, i
             continue
-        top = _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right)
+        top = _push_children(nodes, top, node, q, split, dim, left, right)
     return best_i
 
 
@@ -149,24 +189,23 @@ def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True)
-def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop, dim, split, left, right):
+def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop, dim, split, left, right, lo, hi):
     """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
     relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
     m = queries.shape[0]
     closer = np.zeros(m, dtype=np.int64)
     tied = np.zeros(m, dtype=np.int64)
-    nodes = np.empty(STACK_DEPTH, dtype=np.int64)
-    bounds = np.empty(STACK_DEPTH)
+    nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
     for k in range(m):
         q, own = queries[k], d_own[k]
         tol = rtol * own
         r2 = radius[k] * radius[k]
-        c, t = 0, 0
-        nodes[0], bounds[0], top = 0, 0.0, 1
+        c, t, top = 0, 0, 1
+        nodes[0] = 0
         while top > 0 and c < cap:
             top -= 1
-            node, bound = nodes[top], bounds[top]
-            if bound > r2:
+            node = nodes[top]
+            if _box_bound(q, lo, hi, node) > r2:
                 continue
             axis = dim[node]
             if axis < 0:
@@ -182,7 +221,7 @@ def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop,
                     elif abs(dist - own) <= tol:
                         t += 1
                 continue
-            top = _push_children(nodes, bounds, top, node, bound, q, axis, split, left, right)
+            top = _push_children(nodes, top, node, q, split, dim, left, right)
         closer[k], tied[k] = c, t
     return closer, tied
 

@@ -118,7 +118,7 @@ def _monomial(z, i, factors, t, j, value):
 
 @numba.njit(cache=True)
 def _climb(z, original, denom, nearest, contrib, members, factors, term_start, terms, diff, e, il_sum, target_il,
-           target_e, max_iter, step, by_id, rng, points, perm, start, stop, dim, split, left, right):
+           target_e, max_iter, step, by_id, rng, points, perm, start, stop, dim, split, left, right, box_lo, box_hi):
     """Algorithm 1 step 8 in place on ``z`` (standardized masked block), ``nearest``, ``contrib`` and ``diff``
     (average differences of the monomials, masked - original); returns (iterations, E, IL1 sum)."""
     n, d = z.shape
@@ -141,7 +141,7 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
             continue
         z[i, j] = new
         c = nearest[i] if by_id else nearest_index(z[i], nearest[i], points, perm, start, stop, dim, split, left,
-                                               right)  # step 8(b)
+                                               right, box_lo, box_hi)  # step 8(b)
         contrib_new = _record_contribution(z, i, original, denom, c)
         il_prev = il_sum * il_scale
         il_new = (il_sum - contrib[i] + contrib_new) * il_scale  # step 8(d)
