@@ -329,7 +329,7 @@ def demo_spec(**changes) -> dict:
 
 
 @pytest.mark.parametrize("changes, field, message", [
-    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id' or 'dld_published'"),
+    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id', 'dld_published' or 'pld_published'"),
     ({"gate": {"max": {"RISK": 1.0}}}, "(spec)", "gate.max.RISK: unknown measure"),
     ({"metrics": ["il"], "gate": {"max": {"DLD": 40.0}}}, "(spec)", "needs metric family 'dld'"),
     ({"steps": [{"method": "mdav", "params": {"k": 3, "block_size": -1}}]}, "steps.0", "parameter 'block_size'"),
