@@ -228,15 +228,16 @@ _SYNC_LOCK = threading.Lock()  # dask.config is process-global: one synchronous 
 
 def _masked_and_measured(source: CompareInput, config: Configuration, seed: int, work_dir: Path | None,
                          risk_setup: str = "metrics") -> ConfigurationResult:
-    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (every metric family, the
-    published-setup linkage included), with the risk axis of ``risk_setup`` (RISK_SETUPS) as "risk"."""
+    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (the families of
+    :func:`families_for`), with the risk axis of ``risk_setup`` (RISK_SETUPS) as "risk"."""
     t0, cpu0 = perf_counter(), process_time()
     frame = read_with_ids(source.path, "auto", source.id_column, source.create_id)
     try:
         staged = apply_step(frame, config.method, source.variables, config.params,
                             StepContext(seed, 0, source.id_column, None, reference=frame), work_dir)
         t1 = perf_counter()
-        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars, FAMILIES)
+        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars,
+                           families_for(risk_setup))
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
     metrics["risk"] = risk(metrics, risk_setup)
@@ -286,6 +287,12 @@ def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path |
 
 
 # ---------------------------------------------------------------- ranking and selection
+
+
+def families_for(risk_setup: str) -> tuple[str, ...]:
+    """The metric families a comparison evaluates: every family of evaluate.FAMILIES, but pld_published (seven
+    probabilistic linkages) only when the ranking uses it (risk setup "published")."""
+    return FAMILIES if risk_setup == "published" else tuple(f for f in FAMILIES if f != "pld_published")
 
 
 def check_risk_setup(risk_setup: str) -> None:
@@ -362,6 +369,13 @@ def best_result(results: list[ConfigurationResult], limits: dict[str, float],
     return min(allowed, key=lambda r: ranking_score(r.metrics, risk_setup)) if allowed else None
 
 
+def release_families(limits: dict[str, float]) -> list[str]:
+    """The metric families a release spec computes: those of a "metrics" comparison and any family a gated
+    limit needs (a PLDpub limit brings pld_published), in evaluate.FAMILIES order."""
+    gated = {f for key in limits if key != "risk" for f in families_for_measure(key) or ()}
+    return [f for f in FAMILIES if f in {*families_for("metrics"), *gated}]
+
+
 def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict[str, float], grid: Grid,
                  output_dir: str) -> dict:
     """A release spec (sdc_tasks/spec.py) applying the chosen configuration to the compared file, with the
@@ -373,7 +387,7 @@ def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict
         "create_id": source.create_id,
         "variables": {"key": list(source.key_vars), "continuous": list(source.variables)},
         "steps": [{"method": result.config.method, "params": dict(result.config.params)}],
-        "metrics": list(FAMILIES),
+        "metrics": release_families(limits),
         "max_key_vars": len(source.key_vars),
         "gate": {"max": {k: v for k, v in limits.items() if k != "risk"}},
         "output": {"dir": output_dir},

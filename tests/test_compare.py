@@ -178,6 +178,9 @@ def test_published_risk_setup_ranks_on_dldpub_and_pldpub():
     assert O.risk_label("published") == "Disclosure risk 0.25 DLDpub + 0.25 PLDpub + 0.5 ID, %"
     with pytest.raises(ValueError, match="risk must be one of metrics, published"):
         C.check_risk_setup("both")
+    assert "pld_published" not in C.families_for("metrics") and "pld_published" in C.families_for("published")
+    assert C.release_families({"DLD": 1.0}) == ["il", "pil", "dld", "pld", "id", "dld_published"]
+    assert C.release_families({"PLDpub": 1.0, "risk": 2.0})[-1] == "pld_published"
 
 
 def test_parallel_mode_follows_input_size():
