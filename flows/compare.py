@@ -46,7 +46,7 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
     written = {k: str(v) for k, v in write_comparison(c, root).items()}
     map_path = Path(final_dir) / Path(written["ru_map"]).name
     text = "\n".join([f"**{headline(c)}**", "", f"R-U map: `{map_path}`", "",
-                      *markdown_section(ranking_section(c.table))])
+                      *markdown_section(ranking_section(c.table, c.risk_setup))])
     create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
     create_table_artifact(c.table[list(TABLE_1_COLUMNS)].to_dict("records"), key="comparison-table",
                           description=f"Ranking of {c.grid.name}")

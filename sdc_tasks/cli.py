@@ -97,7 +97,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
                  families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, "
-                                              "dld_published, cat_il, cat_risk"),
+                                              "dld_published, pld_published, cat_il, cat_risk"),
                  categorical: Optional[str] = typer.Option(None, help="categorical variables, comma-separated "
                                                            "(codes or text; cat_il, cat_risk)"),
                  ordinal: list[str] = typer.Option([], help="ordinal categorical variable and its categories in "
@@ -195,7 +195,10 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                 parallel: str = typer.Option("auto", help="auto (by input size), configurations or data"),
                 workers: int = typer.Option(2, help="Dask workers"),
                 dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
-                overwrite: bool = typer.Option(False, help="replace an existing output directory")) -> None:
+                overwrite: bool = typer.Option(False, help="replace an existing output directory"),
+                risk: str = typer.Option("metrics", help="linkage measures the score ranks on: metrics (METRICS.md "
+                                         "DLD, PLD) or published (DLDpub, PLDpub: the setup of chapter 6 Table 1, "
+                                         "docs/reproduction.md)")) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.compare import load_grid, parse_limits
@@ -205,7 +208,7 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
         limits, chosen = parse_limits(limit), load_grid(grid)
         with dask_client(dask_address, workers):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
-                                overwrite)
+                                overwrite, risk)
         typer.echo(json.dumps(comparison_summary(result), indent=2))
         typer.echo(f"wrote {out}")
         if best_spec:

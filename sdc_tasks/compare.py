@@ -23,6 +23,7 @@ import dask
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
+from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES
 from sdc_tasks.evaluate import FAMILIES, evaluate
 from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
 from sdc_tasks.masking.apply import StepContext
@@ -41,6 +42,9 @@ RANK_DIGITS = 9
 RANKING_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank",
                    "PIL", "Risk", "Family", "Registry", "Params", "Seconds")
 MEASURE_ALIASES = {"Score": "score", "Risk": "risk"}
+# The linkage measures a ranking puts in Table 1's DLD and PLD columns: METRICS.md's ("metrics") or those of the
+# setup the published Table 1 was computed with ("published", docs/reproduction.md)
+RISK_SETUPS = {"metrics": ("DLD", "PLD"), "published": ("DLDpub", "PLDpub")}
 
 
 class GridError(ValueError):
@@ -223,27 +227,30 @@ class ConfigurationResult:
 _SYNC_LOCK = threading.Lock()  # dask.config is process-global: one synchronous configuration per process
 
 
-def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
-                         work_dir: Path | None) -> ConfigurationResult:
-    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (families il, pil, dld, pld, id)."""
+def _masked_and_measured(source: CompareInput, config: Configuration, seed: int, work_dir: Path | None,
+                         risk_setup: str = "metrics") -> ConfigurationResult:
+    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (the families of
+    :func:`families_for`), with the risk axis of ``risk_setup`` (RISK_SETUPS) as "risk"."""
     t0, cpu0 = perf_counter(), process_time()
     frame = read_with_ids(source.path, "auto", source.id_column, source.create_id)
     try:
         staged = apply_step(frame, config.method, source.variables, config.params,
                             StepContext(seed, 0, source.id_column, None, reference=frame), work_dir)
         t1 = perf_counter()
-        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars, FAMILIES)
+        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars,
+                           families_for(risk_setup))
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
-    metrics["risk"] = risk(metrics)
+    metrics["risk"] = risk(metrics, risk_setup)
     return ConfigurationResult(config, metrics, {"mask": t1 - t0, "evaluate": perf_counter() - t1,
                                                  "cpu": process_time() - cpu0})
 
 
-def evaluate_configuration(config: Configuration, source: CompareInput, seed: int) -> ConfigurationResult:
+def evaluate_configuration(config: Configuration, source: CompareInput, seed: int,
+                           risk_setup: str = "metrics") -> ConfigurationResult:
     """One configuration as one task: everything on the synchronous scheduler in the calling process."""
     with _SYNC_LOCK, dask.config.set(scheduler="sync"):
-        return _masked_and_measured(source, config, seed, None)
+        return _masked_and_measured(source, config, seed, None, risk_setup)
 
 
 def _active_client():
@@ -257,22 +264,24 @@ def _active_client():
 
 
 def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path | None = None,
-             configurations: list[Configuration] | None = None) -> list[ConfigurationResult]:
-    """Results of every configuration, in grid order. ``mode`` "configurations": one task per configuration
-    on the active Dask client (in this process, one after another, without a client); "data": one after
-    another here, each configuration's graphs on the cluster, scratch files under ``work_dir``."""
+             configurations: list[Configuration] | None = None, risk_setup: str = "metrics") -> list[ConfigurationResult]:
+    """Results of every configuration, in grid order, risk and ranking score after ``risk_setup``. ``mode``
+    "configurations": one task per configuration on the active Dask client (in this process, one after another,
+    without a client); "data": one after another here, each configuration's graphs on the cluster, scratch
+    files under ``work_dir``."""
+    check_risk_setup(risk_setup)
     configs = configurations if configurations is not None else grid.configurations()
     if mode == "configurations":
         client = _active_client()
         if client is None:
-            return [evaluate_configuration(c, source, grid.seed) for c in configs]
-        futures = client.map(evaluate_configuration, configs, source=source, seed=grid.seed, pure=False,
-                             key=[f"compare-{c.label}" for c in configs])
+            return [evaluate_configuration(c, source, grid.seed, risk_setup) for c in configs]
+        futures = client.map(evaluate_configuration, configs, source=source, seed=grid.seed, risk_setup=risk_setup,
+                             pure=False, key=[f"compare-{c.label}" for c in configs])
         return client.gather(futures)
     results = []
     for c in configs:
         scratch = Path(work_dir) / c.label if work_dir is not None else None
-        results.append(_masked_and_measured(source, c, grid.seed, scratch))
+        results.append(_masked_and_measured(source, c, grid.seed, scratch, risk_setup))
         if scratch is not None:
             shutil.rmtree(scratch, ignore_errors=True)
     return results
@@ -281,11 +290,34 @@ def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path |
 # ---------------------------------------------------------------- ranking and selection
 
 
-def risk(metrics: dict) -> float:
+def families_for(risk_setup: str) -> tuple[str, ...]:
+    """The metric families a comparison of continuous masking evaluates: every continuous family of
+    evaluate.FAMILIES, but pld_published (seven probabilistic linkages) only when the ranking uses it (risk setup
+    "published")."""
+    skip = {*CATEGORICAL_FAMILIES, *(() if risk_setup == "published" else ("pld_published",))}
+    return tuple(f for f in FAMILIES if f not in skip)
+
+
+def check_risk_setup(risk_setup: str) -> None:
+    """Raise InputError naming an unknown risk setup."""
+    if risk_setup not in RISK_SETUPS:
+        raise InputError(f"risk must be one of {', '.join(RISK_SETUPS)}, not {risk_setup!r}")
+
+
+def risk(metrics: dict, risk_setup: str = "metrics") -> float:
     """The disclosure-risk half of the chapter 6 score, normalised to weights summing to 1:
     0.25 DLD + 0.25 PLD + 0.5 ID, so that score = 0.5 IL + 0.5 risk (sdc_methods_comparison_chapter.txt
-    sec. 4, Score); the unprotected file has risk 100."""
-    return 0.25 * metrics["DLD"] + 0.25 * metrics["PLD"] + 0.5 * metrics["ID"]
+    sec. 4, Score); the unprotected file has risk 100. DLD and PLD are the linkage measures of ``risk_setup``
+    (RISK_SETUPS: METRICS.md's DLD and PLD, or DLDpub and PLDpub, the setup of the published Table 1)."""
+    dld, pld = RISK_SETUPS[risk_setup]
+    return 0.25 * metrics[dld] + 0.25 * metrics[pld] + 0.5 * metrics["ID"]
+
+
+def ranking_score(metrics: dict, risk_setup: str = "metrics") -> float:
+    """The chapter 6 score 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID = 0.5 IL + 0.5 risk
+    (sdc_methods_comparison_chapter.txt sec. 4, Score) with the linkage measures of ``risk_setup``; with
+    "metrics" it equals METRICS.md's score."""
+    return 0.5 * metrics["IL"] + 0.5 * risk(metrics, risk_setup)
 
 
 def ranks(values: pd.Series) -> pd.Series:
@@ -294,12 +326,14 @@ def ranks(values: pd.Series) -> pd.Series:
     return values.round(RANK_DIGITS).rank(method="min", ascending=True, na_option="bottom").astype("int64")
 
 
-def ranking_table(results: list[ConfigurationResult]) -> pd.DataFrame:
+def ranking_table(results: list[ConfigurationResult], risk_setup: str = "metrics") -> pd.DataFrame:
     """Table 1 of chapter 6 for our results: Method, IL, DLD, PLD, ID, Score and the four rank columns, then
     PIL, Risk, Family, Registry (method name), Params (JSON) and Seconds (wall clock); sorted by Score (ties
-    in grid order)."""
-    rows = [{"Method": r.config.label, **{m: float(r.metrics[m]) for m in MEASURES},
-             "Score": float(r.metrics["score"]), "PIL": float(r.metrics.get("PIL", math.nan)),
+    in grid order). The DLD and PLD columns hold the linkage measures of ``risk_setup`` (RISK_SETUPS), Score
+    is :func:`ranking_score`."""
+    columns = dict(zip(MEASURES, ("IL", *RISK_SETUPS[risk_setup], "ID")))
+    rows = [{"Method": r.config.label, **{m: float(r.metrics[key]) for m, key in columns.items()},
+             "Score": ranking_score(r.metrics, risk_setup), "PIL": float(r.metrics.get("PIL", math.nan)),
              "Risk": float(r.metrics["risk"]), "Family": r.config.family, "Registry": r.config.method,
              "Params": json.dumps(r.config.params, sort_keys=True),
              "Seconds": round(r.seconds.get("mask", 0.0) + r.seconds.get("evaluate", 0.0), 3)}
@@ -329,12 +363,20 @@ def parse_limits(pairs: list[str]) -> dict[str, float]:
     return limits
 
 
-def best_result(results: list[ConfigurationResult], limits: dict[str, float]) -> ConfigurationResult | None:
-    """The lowest-score configuration whose every limited measure is at most its limit (None if none is);
-    ties go to the first in grid order."""
+def best_result(results: list[ConfigurationResult], limits: dict[str, float],
+                risk_setup: str = "metrics") -> ConfigurationResult | None:
+    """The configuration of lowest :func:`ranking_score` (after ``risk_setup``) whose every limited measure is at
+    most its limit (None if none is); ties go to the first in grid order."""
     allowed = [r for r in results
                if all(key in r.metrics and r.metrics[key] <= limit for key, limit in limits.items())]
-    return min(allowed, key=lambda r: r.metrics["score"]) if allowed else None
+    return min(allowed, key=lambda r: ranking_score(r.metrics, risk_setup)) if allowed else None
+
+
+def release_families(limits: dict[str, float]) -> list[str]:
+    """The metric families a release spec computes: those of a "metrics" comparison and any family a gated
+    limit needs (a PLDpub limit brings pld_published), in evaluate.FAMILIES order."""
+    gated = {f for key in limits if key != "risk" for f in families_for_measure(key) or ()}
+    return [f for f in FAMILIES if f in {*families_for("metrics"), *gated}]
 
 
 def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict[str, float], grid: Grid,
@@ -348,7 +390,7 @@ def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict
         "create_id": source.create_id,
         "variables": {"key": list(source.key_vars), "continuous": list(source.variables)},
         "steps": [{"method": result.config.method, "params": dict(result.config.params)}],
-        "metrics": list(FAMILIES),
+        "metrics": release_families(limits),
         "max_key_vars": len(source.key_vars),
         "gate": {"max": {k: v for k, v in limits.items() if k != "risk"}},
         "output": {"dir": output_dir},

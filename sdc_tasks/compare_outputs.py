@@ -14,14 +14,14 @@ import pandas as pd
 import yaml
 
 from sdc_tasks import report as R
-from sdc_tasks.compare import (CompareInput, ConfigurationResult, Grid, load_grid, parallel_mode, prepare_input,
-                               best_result, ranking_table, release_spec, run_grid)
+from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result, check_risk_setup,
+                               load_grid, parallel_mode, prepare_input, ranking_score, ranking_table, release_spec,
+                               run_grid)
 from sdc_tasks.io import atomic_output_dir, atomic_output_file
 from sdc_tasks.release import write_json
 from sdc_tasks.spec import load_spec, parse_spec
 
 TABLE_1_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank")
-RISK_LABEL = "Disclosure risk 0.25 DLD + 0.25 PLD + 0.5 ID, %"
 FILES = {"parquet": "ranking.parquet", "csv": "ranking.csv", "markdown": "ranking.md", "html": "report.html",
          "ru_map": R.RU_MAP_NAME, "metrics": "metrics.json", "grid": "grid.yaml"}
 
@@ -44,6 +44,13 @@ class Comparison:
     limits: dict[str, float]
     best: ConfigurationResult | None
     seconds: float
+    risk_setup: str = "metrics"
+
+
+def risk_label(risk_setup: str = "metrics") -> str:
+    """The R-U map's risk axis label, naming the linkage measures of the risk setup (compare.RISK_SETUPS)."""
+    dld, pld = RISK_SETUPS[risk_setup]
+    return f"Disclosure risk 0.25 {dld} + 0.25 {pld} + 0.5 ID, %"
 
 
 def ru_points(results: list[ConfigurationResult]) -> list[dict]:
@@ -63,20 +70,23 @@ def _cell(value) -> str:
     return f"{value:.2f}" if isinstance(value, float) else str(value)
 
 
-def ranking_section(table: pd.DataFrame) -> R.Section:
+def ranking_section(table: pd.DataFrame, risk_setup: str = "metrics") -> R.Section:
     """The ranking in Table 1's layout, sorted by score."""
     rows = [tuple(_cell(v) for v in row) for row in table[list(TABLE_1_COLUMNS)].itertuples(index=False)]
     note = ("Score = 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID (sdc_methods_comparison_chapter.txt sec. 4); "
             "the unprotected file scores 50. Rank 1 = lowest value of the measure; equal values share the best "
             "rank.")
+    if risk_setup == "published":
+        note += (" DLD and PLD are DLDpub and PLDpub, linkage as the published Table 1 was computed "
+                 "(docs/reproduction.md).")
     return R.Section("Ranking", paragraphs=[note], table=R.Table(TABLE_1_COLUMNS, rows))
 
 
-def front_section(results: list[ConfigurationResult], map_name: str | None) -> R.Section:
+def front_section(results: list[ConfigurationResult], map_name: str | None, risk_setup: str = "metrics") -> R.Section:
     """The R-U map and the configurations on its Pareto front (lowest risk first)."""
     front = R.pareto_front(ru_points(results))
     rows = [(p["label"], p["group"], R.format_value(p["dr"]), R.format_value(p["il"])) for p in front]
-    note = (f"Risk axis: {RISK_LABEL}, the disclosure-risk half of the score scaled to weights summing to 1, so "
+    note = (f"Risk axis: {risk_label(risk_setup)}, the disclosure-risk half of the score scaled to weights summing to 1, so "
             "score = 0.5 IL + 0.5 risk; the original file sits at (100, 0). One marker per method family; the "
             "step line is the Pareto front (statistical_databases_survey.txt, R-U maps).")
     return R.Section("R-U confidentiality map", paragraphs=[note], image=map_name,
@@ -102,12 +112,13 @@ def headline(c: Comparison) -> str:
     if c.best is None:
         return text + f" No configuration meets {_limits_text(c.limits)}."
     return text + (f" Best with {_limits_text(c.limits)}: {c.best.config.label} "
-                   f"({c.best.metrics['score']:.2f}).")
+                   f"({ranking_score(c.best.metrics, c.risk_setup):.2f}).")
 
 
 def comparison_sections(c: Comparison, map_name: str | None) -> list[R.Section]:
     """Every report section after the headline."""
-    return [settings_section(c), front_section(c.results, map_name), ranking_section(c.table)]
+    return [settings_section(c), front_section(c.results, map_name, c.risk_setup),
+            ranking_section(c.table, c.risk_setup)]
 
 
 def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
@@ -117,7 +128,8 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
     paths = {kind: out / name for kind, name in FILES.items()}
     c.table.to_parquet(paths["parquet"], index=False)
     c.table.to_csv(paths["csv"], index=False)
-    R.ru_map_png(ru_points(c.results), paths["ru_map"], risk_label=RISK_LABEL, label_front_only=True)
+    R.ru_map_png(ru_points(c.results), paths["ru_map"], risk_label=risk_label(c.risk_setup),
+                 label_front_only=True)
     title = f"Method comparison: {c.grid.name} on {Path(c.source.path).name}"
     sections = comparison_sections(c, R.RU_MAP_NAME)
     paths["markdown"].write_text(R.markdown_document(title, f"**{headline(c)}**", sections), encoding="utf-8")
@@ -146,35 +158,39 @@ def write_release_spec(c: Comparison, path: str | Path) -> Path:
 
 def comparison(input_path: str | Path, out_dir: str | Path, grid: Grid | str | Path | None = None,
                id_col: str = "record_id", variables: list[str] | None = None, key_vars: list[str] | None = None,
-               limits: dict[str, float] | None = None, parallel: str = "auto", overwrite: bool = False) -> Comparison:
+               limits: dict[str, float] | None = None, parallel: str = "auto", overwrite: bool = False,
+               risk_setup: str = "metrics") -> Comparison:
     """Run every configuration of the grid (a Grid, a YAML path, or None for chapter 6's) on the input and write
     the outputs to ``out_dir`` atomically; the caller provides the Dask client ("configurations" mode runs in
-    this process without one)."""
+    this process without one). ``risk_setup`` (compare.RISK_SETUPS) picks the linkage measures the ranking
+    scores with."""
+    check_risk_setup(risk_setup)
     t0 = perf_counter()
     grid = grid if isinstance(grid, Grid) else load_grid(grid)
     source = prepare_input(input_path, id_col, variables, key_vars, grid)
     mode = parallel_mode(source, parallel)
     limits = dict(limits or {})
     with atomic_output_dir(out_dir, overwrite) as tmp:
-        result = compared(source, grid, mode, limits, tmp / "_work", t0)
+        result = compared(source, grid, mode, limits, tmp / "_work", t0, risk_setup)
         write_comparison(result, tmp)
     return result
 
 
 def compared(source: CompareInput, grid: Grid, mode: str, limits: dict[str, float], work_dir: str | Path,
-             started: float) -> Comparison:
-    """Run every configuration (scratch files under ``work_dir``, removed after), rank them and pick the best
-    under the limits; ``started`` is the perf_counter() the wall-clock seconds count from."""
-    results = run_grid(source, grid, mode, work_dir)
+             started: float, risk_setup: str = "metrics") -> Comparison:
+    """Run every configuration (scratch files under ``work_dir``, removed after), rank them after
+    ``risk_setup`` and pick the best under the limits; ``started`` is the perf_counter() the wall-clock seconds
+    count from."""
+    results = run_grid(source, grid, mode, work_dir, risk_setup=risk_setup)
     shutil.rmtree(work_dir, ignore_errors=True)
-    return Comparison(source, grid, mode, results, ranking_table(results), limits, best_result(results, limits),
-                      perf_counter() - started)
+    return Comparison(source, grid, mode, results, ranking_table(results, risk_setup), limits,
+                      best_result(results, limits, risk_setup), perf_counter() - started, risk_setup)
 
 
 def comparison_summary(c: Comparison) -> dict:
     """A JSON-able summary: counts, mode, seconds, the best overall and under the limits."""
     top = c.table.iloc[0]
-    return {"configurations": len(c.results), "mode": c.mode, "seconds": round(c.seconds, 2),
+    return {"configurations": len(c.results), "mode": c.mode, "risk": c.risk_setup, "seconds": round(c.seconds, 2),
             "best": {"label": top.Method, "score": float(top.Score)}, "limits": c.limits,
             "best_within_limits": None if c.best is None else {"label": c.best.config.label,
-                                                               "score": float(c.best.metrics["score"])}}
+                                                               "score": ranking_score(c.best.metrics, c.risk_setup)}}

@@ -24,7 +24,8 @@ from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective
 from sdc_tasks.metrics.pil import pil_measures
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
 from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, linkage_graph,
-                              probabilistic_linkage_graph, published_linkage_graph)
+                              probabilistic_linkage_graph, published_linkage_graph,
+                              published_probabilistic_linkage_graph)
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import moments_graph, tree_merge
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
@@ -162,10 +163,10 @@ def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray
     return cKDTree((values - center) / scale)
 
 
-FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", *CATEGORICAL_FAMILIES)
+FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "pld_published", *CATEGORICAL_FAMILIES)
 DEFAULT_FAMILIES = FAMILIES[:5]
 IL_FAMILIES = ("il", "pil", "cat_il")
-RISK_FAMILIES = ("dld", "pld", "id", "dld_published", "cat_risk")
+RISK_FAMILIES = ("dld", "pld", "id", "dld_published", "pld_published", "cat_risk")
 
 
 def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
@@ -190,6 +191,18 @@ def published_distance_linkage(pairs: dd.DataFrame, id_col: str, key_vars: list[
     (linkage.published_linkage_graph)."""
     return _per_prefix(pairs, key_vars, lambda parts, sizes, i: published_linkage_graph(
         parts, sizes, id_col, key_vars[:i], cell_rows))
+
+
+def published_probabilistic_linkage(original: dd.DataFrame, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
+                                    center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
+    """Summed credits of probabilistic linkage as the published Table 1 was computed, for the first i key
+    variables, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph; the chapter's sec. 4 averages
+    PLD over the number of key variables the intruder knows, as DLD)."""
+    orig_parts = original[[id_col, *key_vars]].to_delayed()
+    pair_parts = pairs.to_delayed()
+    return np.array([dask.compute(published_probabilistic_linkage_graph(
+        orig_parts, pair_parts, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))[0]
+        for i in range(1, len(key_vars) + 1)])
 
 
 def _count(frame: dd.DataFrame):
@@ -262,7 +275,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
     their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations), ``id`` (ID_p, ID, SDID) and, not
     by default, ``dld_published`` (DLDpub_i, DLDpub: distance linkage as the chapter's Table 1 was computed,
-    docs/reproduction.md), the scores, and bookkeeping keys n, n_masked, p, key_vars, pairing.
+    docs/reproduction.md) and ``pld_published`` (PLDpub_i, PLDpub: probabilistic linkage as Table 1 was
+    computed, docs/reproduction.md), the scores, and bookkeeping keys n, n_masked, p, key_vars, pairing.
 
     ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
     masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
@@ -315,6 +329,9 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         results["link"] = distance_linkage(original, pairs, id_col, key_vars, mo.mean[ki], scale[ki], n, cell_rows)
     if "dld_published" in families and key_vars and use_id:
         results["published"] = published_distance_linkage(pairs, id_col, key_vars, cell_rows)
+    if "pld_published" in families and key_vars and use_id:
+        results["pld_published"] = published_probabilistic_linkage(original, pairs, id_col, key_vars, mo.mean[ki],
+                                                                   scale[ki], n, pld_cell_rows)
     if "pld" in families and key_vars and use_id:
         results["pld"] = probabilistic_linkage_graph(
             original[[id_col, *key_vars]].to_delayed(), pairs.to_delayed(), id_col, key_vars, mo.mean[ki],
@@ -340,6 +357,10 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         pub = 100.0 * results["published"][:, 0] / n_masked
         out.update({f"DLDpub_{i + 1}": float(v) for i, v in enumerate(pub)})
         out["DLDpub"] = float(pub.mean())
+    if "pld_published" in results:
+        pub = 100.0 * results["pld_published"] / n_masked
+        out.update({f"PLDpub_{i + 1}": float(v) for i, v in enumerate(pub)})
+        out["PLDpub"] = float(pub.mean())
     if "pld" in results:
         model, (correct, reachable) = results["pld"]
         out["PLD"] = 100.0 * float(correct) / n_masked

@@ -15,7 +15,10 @@ smaller (``PLD_CELL_ROWS``, because the exact assignment of a cell costs more th
 record is a candidate for the ``PLD_CANDIDATES`` originals of its cell nearest to it on all key variables.
 Agreement patterns are counted per cell and summed, the Fellegi-Sunter model is fitted once by EM on the
 summed counts, and each cell is then assigned one-to-one by maximum total weight. Candidate pairs never cross
-cells, so the per-cell assignments together are the optimal assignment of the whole candidate graph.
+cells, so the per-cell assignments together are the optimal assignment of the whole candidate graph. The setup
+the published Table 1's PLD column is best matched by (``published_probabilistic_linkage_graph``, sec. 4;
+docs/reproduction.md) reuses these cells, candidates and the EM fit on the first i keys, with binary agreement
+and each masked record taking its maximum-weight candidate.
 """
 
 from __future__ import annotations
@@ -41,6 +44,11 @@ MASKED_SUFFIX = "__masked"
 PLD_CANDIDATES = 5
 MAX_PATTERNS = 2**22
 EM_MAX_ITER = 10_000
+EM_TOL = 1e-10
+PLDPUB_EM_MAX_ITER = 2_000
+PLDPUB_EM_TOL = 1e-6
+PLDPUB_THRESHOLD = 0.1
+PLDPUB_CANDIDATES = 100
 
 
 def _standardized(part: pd.DataFrame, columns: list[str], center: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -265,10 +273,11 @@ def _cell_links(cand: Candidates, model: pld.FellegiSunterModel) -> np.ndarray:
     return np.array([pld.correct_pairs(rows, cols, cand.masked_ids, cand.orig_ids), reachable])
 
 
-def _fit(counts: np.ndarray, m_vars: int, n_levels: int) -> pld.FellegiSunterModel:
-    """The Fellegi-Sunter model fitted by EM on the summed pattern frequencies (up to EM_MAX_ITER iterations,
-    cheap: an iteration costs O(patterns))."""
-    return pld.fit_fellegi_sunter(counts, m_vars, n_levels, max_iter=EM_MAX_ITER)
+def _fit(counts: np.ndarray, m_vars: int, n_levels: int, max_iter: int = EM_MAX_ITER,
+         tol: float = EM_TOL) -> pld.FellegiSunterModel:
+    """The Fellegi-Sunter model fitted by EM on the summed pattern frequencies (up to ``max_iter`` iterations,
+    cheap: an iteration costs O(patterns); stops when no parameter moves more than ``tol``)."""
+    return pld.fit_fellegi_sunter(counts, m_vars, n_levels, max_iter=max_iter, tol=tol)
 
 
 def n_patterns_for(m_vars: int, thresholds: tuple[float, ...]) -> int:
@@ -280,14 +289,13 @@ def n_patterns_for(m_vars: int, thresholds: tuple[float, ...]) -> int:
     return count
 
 
-def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
-                                center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = PLD_CELL_ROWS,
-                                thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
-                                per_record: int = PLD_CANDIDATES) -> Delayed:
-    """Delayed (model, [correctly paired records, records with their own original among the candidates])."""
+def _candidate_graph(g: TaskGraph, orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
+                     center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int, thresholds: tuple[float, ...],
+                     per_record: int, em: tuple[int, float] = (EM_MAX_ITER, EM_TOL)) -> tuple[list[TaskRef], TaskRef]:
+    """Add to ``g`` the candidate pairs per cell and the Fellegi-Sunter model fitted by EM on their summed pattern
+    counts, of probabilistic linkage on the given keys (METRICS.md PLD; sdc_methods_comparison_chapter.txt
+    sec. 3); ``em``: the EM's (max_iter, tol)."""
     n_patterns = n_patterns_for(len(keys), thresholds)
-    g = TaskGraph("pld", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, thresholds,
-                  per_record)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
     routed = [g.task("route-masked", (i,), _route_points, g.input(p), id_col, keys, center, scale, tree, n_cells)
               for i, p in enumerate(pair_parts)]
@@ -295,7 +303,18 @@ def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str,
                     per_record) for c in range(n_cells)]
     counts = g.reduce("patterns", [g.task("cell-patterns", (c,), _cell_patterns, cand, n_patterns)
                                    for c, cand in enumerate(cands)], np.add)
-    model = g.task("model", (), _fit, counts, len(keys), len(thresholds) + 1)
+    return cands, g.task("model", (), _fit, counts, len(keys), len(thresholds) + 1, *em)
+
+
+def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
+                                center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = PLD_CELL_ROWS,
+                                thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
+                                per_record: int = PLD_CANDIDATES) -> Delayed:
+    """Delayed (model, [correctly paired records, records with their own original among the candidates])."""
+    g = TaskGraph("pld", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, thresholds,
+                  per_record)
+    cands, model = _candidate_graph(g, orig_parts, pair_parts, id_col, keys, center, scale, n, cell_rows,
+                                    thresholds, per_record)
     links = g.reduce("links", [g.task("cell-links", (c,), _cell_links, cand, model)
                                for c, cand in enumerate(cands)], np.add)
     return g.result(g.task("fit-and-links", (), _pair, model, links))
@@ -304,3 +323,30 @@ def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str,
 def _pair(first, second) -> tuple:
     """Two results as one."""
     return first, second
+
+
+def _cell_tied_max_credit(cand: Candidates, model: pld.FellegiSunterModel) -> float:
+    """Summed credit of one cell's masked records, each taking its maximum-weight candidate (ties shared)."""
+    return pld.tied_max_credit(cand.rows, cand.cols, model.weights()[cand.codes], cand.masked_ids, cand.orig_ids)
+
+
+def published_probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
+                                          center: np.ndarray, scale: np.ndarray, n: int,
+                                          cell_rows: int = PLD_CELL_ROWS,
+                                          threshold: float = PLDPUB_THRESHOLD,
+                                          per_record: int = PLDPUB_CANDIDATES) -> Delayed:
+    """Delayed summed credit of probabilistic linkage as the PLD column of the published Table 1 of
+    sdc_methods_comparison_chapter.txt (sec. 3-4) was computed, found by calibration on the Census file
+    (docs/reproduction.md): binary agreement per key, |x'_j - x_j| / S_j <= ``threshold`` (two levels of
+    :func:`pld.agreement_levels`), m and u by EM on the candidate pairs' patterns (the PLD fit), and each masked
+    record taking its maximum-weight candidate among its ``per_record`` nearest originals of its cell, with
+    1/t credit among t tied candidates (:func:`pld.tied_max_credit`) instead of the one-to-one assignment. EM
+    stops after PLDPUB_EM_MAX_ITER iterations or at PLDPUB_EM_TOL: on binary patterns it can creep for more than
+    10,000 iterations without changing the order of the weights, which is all the decision uses (on the Census
+    rows of docs/reproduction.md, 2,000 and 10,000 iterations give the same PLDpub)."""
+    g = TaskGraph("pld-published", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows,
+                  threshold, per_record)
+    cands, model = _candidate_graph(g, orig_parts, pair_parts, id_col, keys, center, scale, n, cell_rows,
+                                    (threshold,), per_record, (PLDPUB_EM_MAX_ITER, PLDPUB_EM_TOL))
+    return g.result(g.reduce("credit", [g.task("cell-credit", (c,), _cell_tied_max_credit, cand, model)
+                                        for c, cand in enumerate(cands)], np.add))

@@ -88,6 +88,8 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     MetricSpec(r"DLDpub_(\d+)", GROUP_DR, "Distance linkage as in chapter 6 Table 1, keys 1..{i}: % linked"),
     _exact("DLDpub", GROUP_DR, "Mean of DLDpub_1..DLDpub_m (Table 1 setup, docs/reproduction.md)"),
     _exact("PLD", GROUP_DR, "Probabilistic record linkage: % correctly paired"),
+    MetricSpec(r"PLDpub_(\d+)", GROUP_DR, "Probabilistic linkage as in chapter 6 Table 1, keys 1..{i}: % linked"),
+    _exact("PLDpub", GROUP_DR, "Mean of PLDpub_1..PLDpub_m (Table 1 setup, docs/reproduction.md)"),
     MetricSpec(r"ID_(\d+)", GROUP_DR, "Interval disclosure, rank interval +-{i} % of n (%)"),
     _exact("ID", GROUP_DR, "Mean of ID_1..ID_10 (%)"),
     _exact("SDID", GROUP_DR, "Original values within +-k x sd of their masked value (%)"),

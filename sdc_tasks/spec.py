@@ -13,7 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 from sdc_tasks.io import yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
-METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "cat_il", "cat_risk")
+METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "pld_published", "cat_il", "cat_risk")
 DEFAULT_METRICS = METRIC_FAMILIES[:5]
 
 
@@ -21,6 +21,7 @@ GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that c
     (r"DLD2?(_\d+)?", ("dld",)),
     (r"DLDpub(_\d+)?", ("dld_published",)),
     (r"PLD(_candidate_recall)?", ("pld",)),
+    (r"PLDpub(_\d+)?", ("pld_published",)),
     (r"ID(_\d+)?|SDID", ("id",)),
     (r"IL[1-5]?|IL1s|(MSE|MAE|MV)_\w+|brMAE|brMSE", ("il",)),
     (r"PIL(_\w+)?", ("pil",)),

@@ -329,7 +329,7 @@ def demo_spec(**changes) -> dict:
 
 
 @pytest.mark.parametrize("changes, field, message", [
-    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id', 'dld_published', 'cat_il' or 'cat_risk'"),
+    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id', 'dld_published', 'pld_published', 'cat_il' or 'cat_risk'"),
     ({"gate": {"max": {"RISK": 1.0}}}, "(spec)", "gate.max.RISK: unknown measure"),
     ({"metrics": ["il"], "gate": {"max": {"DLD": 40.0}}}, "(spec)", "needs metric family 'dld'"),
     ({"steps": [{"method": "mdav", "params": {"k": 3, "block_size": -1}}]}, "steps.0", "parameter 'block_size'"),

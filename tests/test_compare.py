@@ -161,6 +161,28 @@ def test_best_result_respects_every_limit():
     assert C.best_result(results, {"IL": 20, "DLD": 10}) is None
 
 
+def test_published_risk_setup_ranks_on_dldpub_and_pldpub():
+    a, b = result("A", 10, 20, 30, 40), result("B", 12, 1, 1, 40)
+    a.metrics.update(DLDpub=2.0, PLDpub=4.0)
+    b.metrics.update(DLDpub=30.0, PLDpub=50.0)
+    # METRICS.md measures: A 5 + 2.5 + 3.75 + 10 = 21.25, B 6 + 0.125 + 0.125 + 10 = 16.25
+    assert C.ranking_table([a, b])["Method"].tolist() == ["B", "A"]
+    # published setup: A 5 + 0.25 + 0.5 + 10 = 15.75, B 6 + 3.75 + 6.25 + 10 = 26
+    table = C.ranking_table([a, b], "published")
+    assert table["Method"].tolist() == ["A", "B"]
+    assert table["Score"].tolist() == pytest.approx([15.75, 26.0])
+    assert (table["DLD"].tolist(), table["PLD"].tolist()) == ([2.0, 30.0], [4.0, 50.0])
+    assert C.risk(a.metrics, "published") == pytest.approx(0.5 + 1.0 + 20.0)
+    assert C.best_result([a, b], {}).config.label == "B"
+    assert C.best_result([a, b], {}, "published").config.label == "A"
+    assert O.risk_label("published") == "Disclosure risk 0.25 DLDpub + 0.25 PLDpub + 0.5 ID, %"
+    with pytest.raises(ValueError, match="risk must be one of metrics, published"):
+        C.check_risk_setup("both")
+    assert "pld_published" not in C.families_for("metrics") and "pld_published" in C.families_for("published")
+    assert C.release_families({"DLD": 1.0}) == ["il", "pil", "dld", "pld", "id", "dld_published"]
+    assert C.release_families({"PLDpub": 1.0, "risk": 2.0})[-1] == "pld_published"
+
+
 def test_parallel_mode_follows_input_size():
     small = C.prepare_input(bundled_path("census.csv"), key_vars=CENSUS_KEYS)
     assert C.parallel_mode(small) == "configurations"
@@ -277,3 +299,21 @@ def test_cli_compare_with_a_tiny_grid(tmp_path):
     assert load_spec(best).steps[0].method == "rankswap"
     bad = CliRunner().invoke(app, [*args[:5], "--out", str(tmp_path / "x"), "--max", "NOPE=1"])
     assert bad.exit_code == 2 and "unknown measure 'NOPE'" in bad.output and not (tmp_path / "x").exists()
+
+
+def test_cli_compare_ranks_on_the_published_setup(tmp_path):
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump({"name": "tiny", "families": [family("Rank", "rankswap", [15], param="p")]}))
+    out = tmp_path / "out"
+    args = ["compare", "--input", str(bundled_path("census.csv")), "--grid", str(grid), "--out", str(out),
+            "--key-vars", ",".join(CENSUS_KEYS), "--workers", "1", "--risk", "published"]
+    run = CliRunner().invoke(app, args)
+    assert run.exit_code == 0, run.output
+    assert '"risk": "published"' in run.output
+    row = pd.read_csv(out / "ranking.csv").iloc[0]
+    m = json.loads((out / "metrics.json").read_text())["Rank15"]
+    assert (row["DLD"], row["PLD"]) == pytest.approx((m["DLDpub"], m["PLDpub"]))
+    assert row["Score"] == pytest.approx(0.5 * m["IL"] + 0.125 * m["DLDpub"] + 0.125 * m["PLDpub"] + 0.25 * m["ID"])
+    assert "0.25 DLDpub + 0.25 PLDpub" in (out / "ranking.md").read_text()
+    bad = CliRunner().invoke(app, [*args[:-1], "both"])
+    assert bad.exit_code == 2 and "risk must be one of metrics, published, not 'both'" in bad.output

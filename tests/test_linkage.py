@@ -1,6 +1,7 @@
 """Blocked exact distance-based linkage equals brute force (sdc_methods_comparison_chapter.txt sec. 3;
 METRICS.md DLD_i, DLD2_i with the 1/t tie rule), whatever the cells and partitions; the spatial split covers
-every record a search ball can hold."""
+every record a search ball can hold. The published-setup probabilistic linkage (PLDpub) equals an all-pairs
+computation when every original is a candidate."""
 
 from __future__ import annotations
 
@@ -190,3 +191,39 @@ def test_published_setup_equals_brute_force_with_shared_masked_values(cell_rows,
     np.testing.assert_allclose([out[f"DLDpub_{i}"] for i in (1, 2, 3)], want, rtol=1e-12)
     assert out["DLDpub"] == pytest.approx(np.mean(want))
     assert 0 < want[2] < 100
+
+
+def brute_force_published_pld(x: np.ndarray, xm: np.ndarray, keys: int, threshold: float) -> list[float]:
+    """PLDpub_i (percent), i = 1..keys, over every (masked, original) pair: binary agreement abs(x' - x) / sd <=
+    threshold per key, m and u by the project's EM (tested against recordlinkage in test_pld.py) on all pairs'
+    patterns, each masked record taking its maximum-weight originals, 1/t credit among t tied."""
+    from sdc_tasks.linkage import PLDPUB_EM_MAX_ITER, PLDPUB_EM_TOL
+    from sdc_tasks.metrics.pld import fit_fellegi_sunter
+
+    sd = x.std(axis=0)
+    out = []
+    for i in range(1, keys + 1):
+        agree = np.abs(xm[:, None, :i] - x[None, :, :i]) / sd[:i] <= threshold
+        codes = (~agree * 2 ** np.arange(i - 1, -1, -1)).sum(axis=2)
+        model = fit_fellegi_sunter(np.bincount(codes.ravel(), minlength=2 ** i), i, 2, max_iter=PLDPUB_EM_MAX_ITER,
+                                   tol=PLDPUB_EM_TOL)
+        w = model.weights()[codes]
+        best = w == w.max(axis=1, keepdims=True)
+        out.append(100 * (np.diag(best) / best.sum(axis=1)).sum() / len(x))
+    return out
+
+
+def test_published_pld_equals_brute_force_when_every_original_is_a_candidate():
+    rng = np.random.default_rng(11)
+    x = rng.normal(size=(90, 3)) * [1.0, 40.0, 5.0]
+    xm = x + rng.normal(size=x.shape) * x.std(axis=0) * [0.05, 0.08, 0.3]
+    cols = ["v0", "v1", "v2"]
+    ids = np.arange(len(x))
+    frames = [pd.DataFrame(a, columns=cols).assign(id=ids) for a in (x, xm)]
+    with dask.config.set(scheduler="synchronous"):
+        out = evaluate(dd.from_pandas(frames[0], npartitions=2), dd.from_pandas(frames[1], npartitions=3),
+                       "id", cols, cols, ("pld_published",))
+    want = brute_force_published_pld(x, xm, 3, 0.1)
+    np.testing.assert_allclose([out[f"PLDpub_{i}"] for i in (1, 2, 3)], want, rtol=1e-12)
+    assert out["PLDpub"] == pytest.approx(np.mean(want))
+    assert 0 < want[0] < want[2] < 100

@@ -21,6 +21,7 @@ from sdc_tasks.metrics.pld import (
     pattern_codes,
     pattern_counts,
     pattern_levels,
+    tied_max_credit,
 )
 
 # generating parameters of the latent class simulations: 4 variables, 3 levels, match prior 0.2
@@ -287,6 +288,25 @@ def test_correct_pairs_counts_agreeing_ids():
     # pairs (0,2): 10=10 yes, (1,1): 11=11 yes, (2,3): 12 vs 13 no
     assert correct_pairs(np.array([0, 1, 2]), np.array([2, 1, 3]), row_ids, col_ids) == 2
     assert correct_pairs(np.zeros(0, dtype=int), np.zeros(0, dtype=int), row_ids, col_ids) == 0
+
+
+def test_tied_max_credit_shares_ties_among_the_best_candidates():
+    row_ids = np.array([0, 1, 2, 3])
+    col_ids = np.array([0, 1, 2, 3])
+    rows = np.array([0, 0, 0, 1, 1, 2, 2, 2])
+    cols = np.array([0, 1, 2, 1, 0, 0, 1, 3])
+    weights = np.array([5.0, 5.0, 1.0, 3.0, -2.0, 4.0, 4.0, 4.0])
+    # record 0: own (w 5) tied with col 1 -> 1/2; record 1: own (w 3) the unique best -> 1;
+    # record 2: own original 2 is no candidate, its best three are others -> 0; record 3 has no candidate
+    assert tied_max_credit(rows, cols, weights, row_ids, col_ids) == pytest.approx(1.5)
+    # record 2 gets its own original among three tied best candidates -> 1/3 more
+    cols_own = np.array([0, 1, 2, 1, 0, 0, 1, 2])
+    assert tied_max_credit(rows, cols_own, weights, row_ids, col_ids) == pytest.approx(1.5 + 1 / 3)
+    # an own original below its record's best earns nothing, whatever its weight's sign
+    assert tied_max_credit(np.array([0, 0]), np.array([0, 1]), np.array([-1.0, 2.0]), row_ids, col_ids) == 0.0
+    assert tied_max_credit(np.zeros(0), np.zeros(0), np.zeros(0), row_ids, col_ids) == 0.0
+    with pytest.raises(ValueError, match="differ in length"):
+        tied_max_credit(np.array([0]), np.array([0, 1]), np.array([1.0]), row_ids, col_ids)
 
 
 # ----------------------------------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The published Census tables, reproduced for the deterministic methods (values recorded in
 docs/reproduction.md): the IL column of sdc_methods_comparison_chapter.txt Table 1 for MDAV
-microaggregation (Mic2mul, Mic3mul, Mic4mul, Micmul, k = 3..10), and its DLD column for MDAV and MicIR with the
-linkage setup the table was computed with (DLDpub)."""
+microaggregation (Mic2mul, Mic3mul, Mic4mul, Micmul, k = 3..10), its DLD column for MDAV and MicIR with the
+linkage setup the table was computed with (DLDpub), and its PLD column, less closely, with the best probabilistic
+linkage setup found (PLDpub)."""
 
 from __future__ import annotations
 
@@ -74,7 +75,16 @@ TABLE_1_DLD = {  # sdc_methods_comparison_chapter.txt, Table 1, column DLD
 }
 
 
-@pytest.mark.parametrize("table,column", [(TABLE_1_IL, 0), (TABLE_1_DLD, 1)])
+TABLE_1_PLD = {  # sdc_methods_comparison_chapter.txt, Table 1, column PLD
+    "Mic2mul": [64.79, 60.69, 56.84, 42.00, 37.41, 33.70, 33.04, 27.29],
+    "Mic3mul": [29.06, 22.75, 18.29, 13.90, 4.70, 4.15, 3.44, 3.44],
+    "Mic4mul": [16.69, 6.67, 5.45, 3.98, 2.08, 3.35, 2.00, 2.37],
+    "Micmul": [1.88, 1.38, 1.14, 1.22, 1.20, 0.99, 0.85, 0.50],
+    "MicIR": [78.96, 79.78, 75.99, 75.28, 88.06, 74.07, 74.40, 74.07],
+}
+
+
+@pytest.mark.parametrize("table,column", [(TABLE_1_IL, 0), (TABLE_1_DLD, 1), (TABLE_1_PLD, 2)])
 def test_table_values_transcribed_from_the_chapter(table, column):
     if not CHAPTER.exists():
         pytest.skip("the seed papers (../shared/seeds) are not beside this checkout")
@@ -117,3 +127,29 @@ def test_published_dld_of_individual_ranking_matches_table_1_to_the_digit(census
     for k in (3, 4, 5, 6, 8, 9, 10):  # 1080 is not a multiple of 7: where the remainder goes is unpublished
         ours = published_dld(census, individual_ranking(x, k, census["record_id"].to_numpy()), cols)
         assert round(ours, 2) == TABLE_1_DLD["MicIR"][k - 3], k
+
+
+def published_pld(census, masked_values: np.ndarray, cols: list[str]) -> float:
+    """PLDpub of a masked Census file, the keys taken in the file's column order (docs/reproduction.md)."""
+    masked = census.copy()
+    masked[cols] = masked_values
+    with dask.config.set(scheduler="synchronous"):
+        return evaluate(dd.from_pandas(census, 2), dd.from_pandas(masked, 3), "record_id", cols, cols[:7],
+                        ("pld_published",))["PLDpub"]
+
+
+def test_published_pld_follows_table_1_on_mdav_and_individual_ranking(census):
+    """PLDpub is the closest setup found, not an exact reproduction (docs/reproduction.md): the bounds are what it
+    achieves on these 15 rows (mean absolute difference 2.44, largest 6.48, rank correlation 0.996), rounded up."""
+    cols = [c for c in census.columns if c != "record_id"]
+    x = census[cols].to_numpy(np.float64)
+    rows = {(f, k): microaggregate_block(x, k, x.mean(axis=0), x.std(axis=0), GROUP_SIZE[f])
+            for f in ("Mic2mul", "Mic3mul", "Micmul") for k in (3, 5, 7, 10)}
+    rows.update({("MicIR", k): individual_ranking(x, k, census["record_id"].to_numpy()) for k in (3, 5, 9)})
+    ours = np.array([published_pld(census, values, cols) for values in rows.values()])
+    published = np.array([TABLE_1_PLD[f][k - 3] for f, k in rows])
+    diffs = ours - published
+    assert np.abs(diffs).mean() <= 2.5, diffs  # measured 2.44
+    assert np.abs(diffs).max() <= 6.5, diffs  # measured 6.48 (Mic3mul07: 11.18 vs 4.70)
+    rank = lambda a: np.argsort(np.argsort(a))  # noqa: E731
+    assert np.corrcoef(rank(ours), rank(published))[0, 1] >= 0.99  # measured 0.996

@@ -333,3 +333,28 @@ def correct_pairs(rows: np.ndarray, cols: np.ndarray, row_ids: np.ndarray, col_i
     if rows.size != cols.size:
         raise ValueError(f"{rows.size} rows but {cols.size} cols")
     return int(np.count_nonzero(np.asarray(row_ids)[rows] == np.asarray(col_ids)[cols]))
+
+
+def tied_max_credit(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, row_ids: np.ndarray,
+                    col_ids: np.ndarray) -> float:
+    """Summed linkage credit of every masked record that takes its maximum-weight candidate: 1/t when its own
+    original is among the t candidates sharing its largest weight, else 0 (the decision rule behind the PLD
+    column of sdc_methods_comparison_chapter.txt Table 1, sec. 4, found by calibration on the Census file:
+    docs/reproduction.md; ties are shared as for DLD_i in METRICS.md).
+
+    Edge i joins masked record ``rows[i]`` and original ``cols[i]`` with weight ``weights[i]``; records without
+    an edge earn nothing. Equal weights come from equal agreement patterns, so they compare exactly.
+    """
+    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
+    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
+    weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    if not rows.size == cols.size == weights.size:
+        raise ValueError(f"{rows.size} rows, {cols.size} cols and {weights.size} weights differ in length")
+    if rows.size == 0:
+        return 0.0
+    best = np.full(int(rows.max()) + 1, -np.inf)
+    np.maximum.at(best, rows, weights)
+    top = weights == best[rows]
+    tied = np.bincount(rows[top], minlength=best.size)
+    own = top & (np.asarray(row_ids)[rows] == np.asarray(col_ids)[cols])
+    return float((1.0 / tied[rows[own]]).sum())
