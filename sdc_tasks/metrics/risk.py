@@ -76,6 +76,8 @@ def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
     floor(p n / 100) (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; METRICS.md ID_p).
     """
     n = sorted_orig.shape[0]
+    order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
+    x, xm = x[order], xm[order]
     r = np.minimum(np.searchsorted(sorted_orig, xm, side="left"), n - 1)
     hits = np.empty(len(percents), dtype=np.int64)
     for i, p in enumerate(percents):
