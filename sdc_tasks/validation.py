@@ -17,6 +17,7 @@ from sdc_tasks.blocking import offsets_of
 from sdc_tasks.io import InputError, read_table, read_with_ids
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
+FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max"]
 
 
 def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
@@ -56,7 +57,7 @@ def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], i
                       "max": float(x[ok].max()) if ok.any() else -np.inf})
     sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
     no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
-    return len(part), pd.DataFrame(facts), sizes, no_stratum
+    return len(part), pd.DataFrame(facts, columns=FACT_COLUMNS), sizes, no_stratum
 
 
 def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
