@@ -172,8 +172,8 @@ def _level_moves(digits: np.ndarray, weights: np.ndarray, counts: np.ndarray, sm
 def _apply_level(pattern: np.ndarray, moves: pd.DataFrame, level: list[int], k: int) -> None:
     """Apply the moves of a level, most constrained first: a move whose rows have the fewest other moves
     goes first (then more records, fewer values lost, subset order). A move takes only its rows that no
-    other move could take when those reach k on their own, so the others stay free; a move that needs a
-    row taken before it waits for the next round."""
+    other move could take when those reach k on their own, so the others stay free; rows an earlier move
+    took are left out, and a move whose remaining rows no longer reach k waits for the next round."""
     moves = moves.assign(options=moves.groupby("row")["row"].transform("size"))
     summary = moves.groupby(["subset", "to"]).agg(options=("options", "min"), n=("n", "sum"), lost=("lost", "sum"),
                                                   base=("base", "first"))
@@ -184,11 +184,13 @@ def _apply_level(pattern: np.ndarray, moves: pd.DataFrame, level: list[int], k: 
     order = summary.sort_values(["options", "neg_n", "lost", "subset", "to"])
     for subset, to, base in order[["subset", "to", "base"]].to_numpy():
         member = members[(subset, to)]
-        own = member[options_of[member] == 1]
-        rows = rows_of[own] if base + counts_of[own].sum() >= k else rows_of[member]
-        if not taken[rows].any():
-            taken[rows] = True
-            pattern[rows] = level[subset]
+        free = member[~taken[rows_of[member]]]
+        if base + counts_of[free].sum() < k:
+            continue
+        own = free[options_of[free] == 1]
+        rows = rows_of[own] if base + counts_of[own].sum() >= k else rows_of[free]
+        taken[rows] = True
+        pattern[rows] = level[subset]
 
 
 def _subsets(table: pd.DataFrame, keys: list[str]) -> list[int]:
