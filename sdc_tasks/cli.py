@@ -150,6 +150,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
         categorical = is_categorical(method)
         if categorical and not vars:
             raise InputError(f"method {method} masks categorical variables: name them with --vars")
+        if categorical and strata in _split(vars):
+            raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
         orders = parse_category_orders(ordinal)
         variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
         numeric, named = ([], variables) if categorical else (variables, [])

@@ -140,6 +140,8 @@ def test_cli_top_coding_with_a_declared_order(tmp_path, no_cluster):
     (["--method", "top_coding", "--param", "p=1", "--vars", "walls", "--ordinal", "walls"],
      "--ordinal must look like VAR=c1,c2,..."),
     (["--method", "local_suppression", "--param", "k=1", "--vars", "walls"], "parameter 'k' of local_suppression"),
+    (["--method", "pram", "--param", "theta=0.5", "--vars", "walls,sex", "--strata", "sex"],
+     "--strata 'sex' is also named in --vars"),
 ])
 def test_cli_categorical_errors(tmp_path, no_cluster, args, message):
     result = CliRunner().invoke(app, ["mask", "--input", str(bundled_path("testdata.csv")), *args,
