@@ -169,7 +169,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
                     "finished": _now(), "n_records": facts["n_records"], "n_masked": n_masked,
                     "output_dir": str(spec.output_dir), "package_version": __version__},
             "variables": {"masked": sorted({v for i in range(len(spec.steps)) for v in spec.step_variables(i)}),
-                          "key": spec.linkage_keys, "dropped": roles.direct_identifiers, "strata": roles.strata},
+                          "key": [*spec.linkage_keys, *spec.categorical_keys], "dropped": roles.direct_identifiers, "strata": roles.strata},
             "steps": steps,
             "metrics": metrics,
             "gate": {**decision, "published": published},

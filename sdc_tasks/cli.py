@@ -133,13 +133,19 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
              method: str = typer.Option(..., help="masking method: mdav, mdav_variable, mic_ir, mic_optimal, "
                                         "mic_z, mic_pcp, rankswap, noise, resample, rescale, distr, jpeg, "
-                                        "postmask, synthetic_postmask"),
+                                        "postmask, synthetic_postmask; categorical: top_coding, bottom_coding, "
+                                        "global_recoding, pram, local_suppression"),
              param: list[str] = typer.Option([], help="method parameter name=value (repeatable): k, group_size, "
                                              "block_size, gamma (microaggregation); p (rankswap, noise); "
                                              "correlated, linear_transform (noise); t (resample); q (jpeg); "
-                                             "p, q, target_e, max_iter (postmask)"),
+                                             "p, q, target_e, max_iter (postmask); p (top_coding, "
+                                             "bottom_coding, global_recoding); theta (pram); k "
+                                             "(local_suppression)"),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated (default: all "
-                                                "numeric columns but the id)"),
+                                                "numeric columns but the id; categorical methods need them named; "
+                                                "local_suppression: the key variables)"),
+             ordinal: list[str] = typer.Option([], help="category order of an ordinal variable, VAR=c1,c2,... "
+                                               "(repeatable; default: its sorted values)"),
              seed: int = typer.Option(0, help="random seed"),
              id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
              strata: Optional[str] = typer.Option(None, help="mask within each value of this column"),
@@ -151,7 +157,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.masking.apply import StepContext
     from sdc_tasks.masking.methods import apply_step
-    from sdc_tasks.masking.registry import METHODS, parse_cli_params, validate_params
+    from sdc_tasks.masking.registry import METHODS, is_categorical, parse_category_orders, parse_cli_params, \
+        validate_params
     from sdc_tasks.validation import load_checked, numeric_columns
 
     try:
@@ -159,16 +166,23 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
         if METHODS[method].after_masking and original is None:
             raise InputError(f"method {method} moves a masked file toward the original records: name them with "
                              "--original FILE")
+        categorical = is_categorical(method)
+        if categorical and not vars:
+            raise InputError(f"method {method} masks categorical variables: name them with --vars")
+        if categorical and strata in _split(vars):
+            raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
+        orders = parse_category_orders(ordinal)
         variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
+        numeric, named = ([], variables) if categorical else (variables, [])
         to_csv = out.suffix.lower() == ".csv"
         with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers), \
                 _status(f"masking {input} with {method}"):
-            frame, _ = load_checked(input, id_col, variables, f"input {input}", strata=strata,
+            frame, _ = load_checked(input, id_col, numeric, f"input {input}", required=named, strata=strata,
                                     group_sizes=[(f"parameter 'k' of {method}", params["k"])] if "k" in params else [])
             reference = frame if original is None else load_checked(original, id_col, variables,
                                                                      f"original file {original}")[0]
             result = apply_step(frame, method, variables, params,
-                                StepContext(seed, 0, id_col, strata, reference=reference))
+                                StepContext(seed, 0, id_col, strata, reference=reference, category_orders=orders))
             if to_csv:
                 result.frame.compute().to_csv(target, index=False)
             else:

@@ -28,7 +28,7 @@ from sdc_tasks.evaluate import FAMILIES, evaluate
 from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
-from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
 from sdc_tasks.spec import families_for_measure
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
@@ -76,6 +76,8 @@ class Family(_Strict):
     def _valid_configurations(self) -> "Family":
         if self.method not in METHODS:
             raise ValueError(f"method: unknown method {self.method!r}; known: {', '.join(sorted(METHODS))}")
+        if is_categorical(self.method):
+            raise ValueError(f"method: {self.method} masks categorical variables; the grid ranks continuous methods")
         if self.sweep is None:
             validate_params(self.method, self.params)
             return self

@@ -42,6 +42,18 @@ def detect_format(path: str | Path) -> str:
     raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
 
 
+WHOLE_SAMPLE_BYTES = 16 * 2**20  # a CSV file up to this size has its column types inferred from every row
+
+
+def _type_sample(path: Path) -> dict:
+    """Dask's type-inference sample for a CSV file or directory: every row of a first file of at most
+    WHOLE_SAMPLE_BYTES (a column whose decimals or text come late keeps its true type), else Dask's
+    default, the first 10 rows of its first 256 kB."""
+    first = min(path.glob("*.csv"), default=None) if path.is_dir() else path
+    size = first.stat().st_size if first is not None else 0
+    return {"sample": size + 1, "sample_rows": size + 1} if size <= WHOLE_SAMPLE_BYTES else {}
+
+
 def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB",
                dtype: dict[str, str] | None = None) -> dd.DataFrame:
     """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers);
@@ -55,7 +67,7 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
             ddf = dd.read_parquet(str(p))
         elif fmt == "csv":
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
-            ddf = dd.read_csv(pattern, blocksize=blocksize, sample=256_000, dtype=dtype)
+            ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, **_type_sample(p))
         else:
             raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
     except InputError:

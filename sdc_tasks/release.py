@@ -41,11 +41,14 @@ def load_original(spec: ReleaseSpec) -> dd.DataFrame:
 
 
 def validate_input(spec: ReleaseSpec) -> dict:
-    """Check the original file against the spec; raise InputError naming the column/record/parameter at fault."""
+    """Check the original file against the spec; raise InputError naming the column/record/parameter at fault
+    (continuous, continuous key and weight variables must be numbers; categorical ones may hold any values,
+    missing included)."""
     roles = spec.variables
     group_sizes = [(f"steps.{i}.params.k", step.params["k"]) for i, step in enumerate(spec.steps) if "k" in step.params]
-    _, facts = load_checked(spec.input_path, spec.id_column, [*roles.continuous, *roles.key], f"input {spec.input_path}",
-                            spec.input.format, spec.create_id, roles.direct_identifiers, roles.strata, group_sizes)
+    numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
+    _, facts = load_checked(spec.input_path, spec.id_column, numeric, f"input {spec.input_path}", spec.input.format,
+                            spec.create_id, [*roles.direct_identifiers, *roles.categorical], roles.strata, group_sizes)
     return facts
 
 
@@ -62,7 +65,7 @@ def _step_args(spec: ReleaseSpec, i: int) -> tuple[str, list[str], dict, StepCon
     """Method, variables, parameters and context of step ``i``."""
     step = spec.steps[i]
     ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
-                      reference=step_source(spec, None))
+                      reference=step_source(spec, None), category_orders=dict(spec.variables.ordinal))
     return step.method, spec.step_variables(i), step.params, ctx
 
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
@@ -42,6 +42,9 @@ def families_for_measure(measure: str) -> tuple[str, ...] | None:
     return None
 
 
+CATEGORICAL_ROLES = ("categorical", "ordinal", "weight")
+
+
 class SpecError(ValueError):
     """An invalid release spec; the message names the field at fault."""
 
@@ -61,19 +64,42 @@ class VariableRoles(_Strict):
     """The role of each column in the release."""
 
     direct_identifiers: list[str] = Field(default_factory=list, description="dropped from the release")
-    key: list[str] = Field(default_factory=list, description="key variables an intruder may link on, in order")
-    continuous: list[str] = Field(description="continuous variables to mask and evaluate")
+    key: list[str] = Field(default_factory=list, description="key variables an intruder may link on, in order "
+                           "(continuous or categorical)")
+    continuous: list[str] = Field(default_factory=list, description="continuous variables to mask and evaluate")
+    categorical: list[str] = Field(default_factory=list,
+                                   description="categorical variables, masked and evaluated as categories")
+    ordinal: dict[str, list[Any] | None] = Field(
+        default_factory=dict, description="ordinal categorical variables -> their categories in order (null: the "
+        "sorted values of the data)")
+    weight: str | None = Field(default=None, description="sampling weight column, passed through unmasked")
     strata: str | None = Field(default=None, description="categorical column; masking runs within each stratum")
 
     @model_validator(mode="after")
     def _disjoint(self) -> "VariableRoles":
-        clash = set(self.direct_identifiers) & (set(self.continuous) | set(self.key))
+        weight = [self.weight] if self.weight else []
+        clash = set(self.direct_identifiers) & (set(self.continuous) | set(self.key) | set(self.categorical)
+                                                | set(weight))
         if clash:
-            raise ValueError(f"direct identifiers {sorted(clash)} cannot also be key or continuous variables")
-        if len(set(self.continuous)) != len(self.continuous):
-            raise ValueError("continuous lists a variable twice")
-        if not self.continuous:
-            raise ValueError("continuous must name at least one variable")
+            raise ValueError(f"direct identifiers {sorted(clash)} cannot also be key, continuous, categorical or "
+                             "weight variables")
+        for role in ("continuous", "categorical"):
+            names = getattr(self, role)
+            if len(set(names)) != len(names):
+                raise ValueError(f"{role} lists a variable twice")
+        if not self.continuous and not self.categorical:
+            raise ValueError("continuous must name at least one variable (or categorical, for categorical data)")
+        both = set(self.continuous) & set(self.categorical)
+        if both:
+            raise ValueError(f"{sorted(both)} cannot be both continuous and categorical")
+        for var, order in self.ordinal.items():
+            if var not in self.categorical:
+                raise ValueError(f"ordinal.{var}: {var!r} is not listed in categorical")
+            if order is not None and len(set(order)) != len(order):
+                raise ValueError(f"ordinal.{var} lists a category twice")
+        if self.weight and self.weight in set(self.continuous) | set(self.categorical) | set(self.key):
+            raise ValueError(f"weight {self.weight!r} is passed through unmasked: it cannot also be a key, continuous "
+                             "or categorical variable")
         return self
 
 
@@ -140,9 +166,8 @@ class ReleaseSpec(_Strict):
     @model_validator(mode="after")
     def _steps_use_known_variables(self) -> "ReleaseSpec":
         for i, step in enumerate(self.steps):
-            for v in step.variables or []:
-                if v not in self.variables.continuous:
-                    raise ValueError(f"steps.{i}.variables: {v!r} is not listed in variables.continuous")
+            self._check_step_variables(i)
+        self._check_metric_variables()
         if self.gate.min_group_size is not None:
             for i, step in enumerate(self.steps):
                 k = step.params.get("k")
@@ -158,9 +183,40 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
-        if self.id_column in self.variables.continuous:
-            raise ValueError(f"id_column {self.id_column!r} cannot be a continuous variable")
+        roles = self.variables
+        if self.id_column in [*roles.continuous, *roles.categorical, *([roles.weight] if roles.weight else [])]:
+            raise ValueError(f"id_column {self.id_column!r} cannot be a continuous, categorical or weight variable")
         return self
+
+    def _check_step_variables(self, i: int) -> None:
+        """Raise ValueError naming step ``i`` and the variable when it masks a variable of another kind than its
+        method's (continuous or categorical; ordinal for top and bottom coding) or the strata column."""
+        step, roles = self.steps[i], self.variables
+        method = METHODS[step.method]
+        declared = roles.categorical if method.kind == "categorical" else roles.continuous
+        for v in step.variables or []:
+            if v not in declared:
+                raise ValueError(f"steps.{i}.variables: {v!r} is not listed in variables.{method.kind}"
+                                 + (f" ({step.method} masks categorical variables)" if method.kind == "categorical"
+                                    else ""))
+            if method.ordinal and v not in roles.ordinal:
+                raise ValueError(f"steps.{i}.variables: {v!r} is not listed in variables.ordinal ({step.method} "
+                                 "needs ordered categories)")
+            if v == roles.strata:
+                raise ValueError(f"steps.{i}.variables: {v!r} is the strata column, which is not masked")
+        if not self.step_variables(i):
+            needed = "variables.ordinal" if method.ordinal else f"variables.{method.kind}"
+            raise ValueError(f"steps.{i}: {step.method} masks {method.kind} variables but {needed} names none")
+
+    def _check_metric_variables(self) -> None:
+        """Without continuous variables, the continuous metric families default to none; asking for one fails."""
+        if self.variables.continuous:
+            return
+        if "metrics" not in self.model_fields_set:
+            self.metrics = []
+        elif self.metrics:
+            raise ValueError(f"metrics: family {self.metrics[0]!r} evaluates continuous variables but "
+                             "variables.continuous is empty")
 
     def resolve(self, path: str) -> Path:
         """Return ``path`` resolved against the spec's directory."""
@@ -179,17 +235,46 @@ class ReleaseSpec(_Strict):
 
     @property
     def linkage_keys(self) -> list[str]:
-        """Key variables used for distance linkage (first max_key_vars; default all continuous ones)."""
-        keys = self.variables.key or self.variables.continuous
+        """Continuous key variables used for distance linkage (first max_key_vars; default all continuous ones)."""
+        keys = [k for k in self.variables.key if k not in self.variables.categorical] or self.variables.continuous
         return keys[: self.max_key_vars]
 
+    @property
+    def categorical_keys(self) -> list[str]:
+        """The categorical key variables, in key order."""
+        return [k for k in self.variables.key if k in self.variables.categorical]
+
+    def category_orders(self, observed: Mapping[str, Iterable] | None = None) -> dict[str, list | None]:
+        """{ordinal variable: its categories in order}: the declared order, or else the sorted values of
+        ``observed`` (variable -> values found in the data; None where not given)."""
+        observed = observed or {}
+        return {v: list(order) if order is not None else (sorted(set(observed[v])) if v in observed else None)
+                for v, order in self.variables.ordinal.items()}
+
     def step_variables(self, i: int) -> list[str]:
-        """The variables masked by step ``i``."""
-        return self.steps[i].variables or list(self.variables.continuous)
+        """The variables masked by step ``i``: its own list, or by default every variable of its method's kind
+        (continuous; categorical; the ordinal ones for top and bottom coding; the categorical keys, or else
+        every categorical variable, for local suppression; never the strata column)."""
+        step, roles = self.steps[i], self.variables
+        method = METHODS[step.method]
+        if step.variables:
+            return step.variables
+        if method.kind == "continuous":
+            return list(roles.continuous)
+        categorical = [v for v in roles.categorical if v != roles.strata]
+        if method.ordinal:
+            return [v for v in categorical if v in roles.ordinal]
+        if method.on_keys:
+            return [v for v in self.categorical_keys if v != roles.strata] or categorical
+        return categorical
 
     def spec_hash(self) -> str:
-        """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved)."""
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical
+        roles enter it only when set, so a spec without them keeps the hash it had before they existed."""
+        data = self.model_dump(mode="json")
+        unset = [r for r in CATEGORICAL_ROLES if r not in self.variables.model_fields_set]
+        data["variables"] = {r: v for r, v in data["variables"].items() if r not in unset}
+        canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import pandas as pd
@@ -39,3 +40,18 @@ def sync_dask():
 
     with dask.config.set(scheduler="synchronous"):
         yield
+
+
+@pytest.fixture
+def no_cluster(monkeypatch):
+    """``sdc mask`` / ``sdc evaluate`` run their graphs synchronously in this process instead of a cluster."""
+    import dask
+
+    import sdc_tasks.cluster
+
+    @contextlib.contextmanager
+    def synchronous(*args, **kwargs):
+        with dask.config.set(scheduler="synchronous"):
+            yield None
+
+    monkeypatch.setattr(sdc_tasks.cluster, "dask_client", synchronous)

@@ -13,7 +13,7 @@ stays in cluster memory between them. ``apply_step`` runs all three with a scrat
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Callable
 
 import dask
@@ -22,7 +22,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
+from sdc_tasks.masking.categorical import CategoryMethod, nullable_dtype
 from sdc_tasks.randomness import rng_for
+from sdc_tasks.stats.frequencies import COUNT_COL, frequency_tables, scope_rows
 from sdc_tasks.stats.moments import moments_graph, settled
 
 TARGET_PARTITION_ROWS = 250_000
@@ -30,14 +32,17 @@ TARGET_PARTITION_ROWS = 250_000
 
 @dataclass(frozen=True)
 class StepContext:
-    """What a step needs besides its parameters: seed, step number, id column, strata column, and the
-    release's original records (``reference``, a Dask collection) for steps that restore its statistics."""
+    """What a step needs besides its parameters: seed, step number, id column, strata column, the
+    release's original records (``reference``, a Dask collection) for steps that restore its statistics, and
+    the declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None
+    for the sorted observed values)."""
 
     seed: int
     step: int
     id_column: str
     strata: str | None = None
     reference: Any = None
+    category_orders: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -269,16 +274,60 @@ def record_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     return dd.from_delayed(pieces, meta=_positions_meta(variables), verify_meta=False)
 
 
+def _scope_counts(tables: list[pd.DataFrame], variables: list[str], method: CategoryMethod,
+                  strata: str | None) -> dict:
+    """The counts a categorical method plans on, per stratum label: {variable: frequency per category} or
+    the table of combinations."""
+    if method.counts == "combinations":
+        return scope_rows(tables[0], strata)
+    per_variable = [scope_rows(t, strata) for t in tables]
+    return {label: {v: rows[label].set_index(v)[COUNT_COL] for v, rows in zip(variables, per_variable)}
+            for label in per_variable[0]}
+
+
+def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], strata: str | None,
+                     method: CategoryMethod, plans: dict, keys: dict, meta: pd.DataFrame) -> pd.DataFrame:
+    """A categorical method on one partition: the records of each stratum masked by that stratum's plan."""
+    part = part.reset_index(drop=True)
+    positions = pd.Series(np.arange(offset, offset + len(part), dtype=np.int64))
+    scopes = [(None, part)] if strata is None else part.groupby(strata, sort=True, observed=True)
+    pieces = [method.mask(rows, variables, plans[label], keys).assign(**{B.POS_COL: positions[rows.index]})
+              for label, rows in scopes]
+    if not pieces:
+        return meta
+    out = pd.concat(pieces).sort_values(B.POS_COL, kind="stable")
+    return out[meta.columns].astype(meta.dtypes.to_dict()).reset_index(drop=True)
+
+
+def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                     method: CategoryMethod) -> dd.DataFrame:
+    """A categorical method over every partition (aligned with the input): exact counts per stratum by one
+    tree reduction, a small plan per stratum made on the client, then each partition's records mapped by
+    it. Masked columns keep their dtype (a nullable one when values may become missing)."""
+    groupings = [variables] if method.counts == "combinations" else [[v] for v in variables]
+    tables = frequency_tables(ddf, groupings, ctx.strata, dropna=method.counts == "values")
+    plans = {label: method.plan(counts, params, ctx.category_orders)
+             for label, counts in _scope_counts(tables, variables, method, ctx.strata).items()}
+    keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
+    dtypes = {v: nullable_dtype(ddf._meta[v].dtype) if method.nullable else ddf._meta[v].dtype for v in variables}
+    meta = pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype=t) for v, t in dtypes.items()}})
+    offsets = B.offsets_of(B.partition_lengths(ddf))
+    pieces = [dask.delayed(_mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)
+              for i, part in enumerate(ddf.to_delayed())]
+    return dd.from_delayed(pieces, meta=meta, verify_meta=False)
+
+
 # ---- restore stage ----
 
 
-def _assign_columns(part: pd.DataFrame, masked: pd.DataFrame, variables: list[str]) -> pd.DataFrame:
-    """A copy of ``part`` with ``variables`` replaced by the aligned masked values (input never modified)."""
+def _assign_columns(part: pd.DataFrame, masked: pd.DataFrame, dtypes: dict) -> pd.DataFrame:
+    """A copy of ``part`` with the variables of ``dtypes`` replaced by the aligned masked values, of those
+    dtypes (input never modified)."""
     if len(masked) != len(part):
         raise RuntimeError(f"restore: a partition of {len(part)} records got {len(masked)} masked records")
     out = part.copy()
-    for v in variables:
-        out[v] = masked[v].to_numpy(dtype=np.float64)
+    for v, dtype in dtypes.items():
+        out[v] = masked[v].astype(dtype).array
     return out
 
 
@@ -300,8 +349,8 @@ def _aligned(masked: dd.DataFrame, lengths: list[int], offsets: list[int]) -> bo
 
 def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[str]) -> Staged:
     """Put masked values (keyed by ``_pos``) back into ``source``'s partitions and row order; masked variables
-    become float64, every other column passes through. Sorts by position only when the masked values are
-    not already aligned with the source's partitions."""
+    take the mask stage's dtype (float64 for continuous methods), every other column passes through. Sorts by
+    position only when the masked values are not already aligned with the source's partitions."""
     lengths = B.partition_lengths(source)
     offsets = [int(o) for o in B.offsets_of(lengths)]
     pinned: tuple = ()
@@ -311,8 +360,9 @@ def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[st
         by_pos = masked.sort_values(B.POS_COL).persist()
         back = B.cut_rows(by_pos.to_delayed(), B.partition_lengths(by_pos), offsets)
         pinned = (by_pos,)
-    parts = [dask.delayed(_assign_columns)(part, piece, variables) for part, piece in zip(source.to_delayed(), back)]
-    meta = source._meta.astype({v: "float64" for v in variables})
+    dtypes = {v: masked._meta[v].dtype for v in variables}
+    parts = [dask.delayed(_assign_columns)(part, piece, dtypes) for part, piece in zip(source.to_delayed(), back)]
+    meta = source._meta.astype(dtypes)
     return Staged(dd.from_delayed(parts, meta=meta, divisions=source.divisions, verify_meta=False), 0, pinned)
 
 

@@ -1,10 +1,11 @@
-"""Every masking method as one plan: its kernel and the shape it runs in (per block, per column scope, or
-per record), behind one call shape, ``apply_step``.
+"""Every masking method as one plan: its kernel and the shape it runs in (per block, per column scope, per
+record, or categorical: counts per scope, then per partition), behind one call shape, ``apply_step``.
 
 Sources: statistical_databases_survey.txt (Noise addition, Microaggregation, Data swapping and rank
 swapping); sdc_methods_comparison_chapter.txt sec. 2 (Noise, Distr, Resampling, MicIR/MicZ/MicPCP,
 Mic2mul..Micmul, JPEG, Rank swapping); pil_measures.txt sec. 5 (rescaling); post_masking_optimization.txt
-Algorithm 1 and sec. 5 (post-masking optimization, synthetic generator).
+Algorithm 1 and sec. 5 (post-masking optimization, synthetic generator); the categorical methods: their
+module, sdc_tasks.masking.categorical (chapter sec. 2, SDC Methods for Categorical Microdata).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import pandas as pd
 
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import apply as A
+from sdc_tasks.masking.categorical import CATEGORY_METHODS
 from sdc_tasks.masking.distribution import distribution_mask
 from sdc_tasks.masking.jpeg import TILE_ROWS, jpeg_block
 from sdc_tasks.masking.mdav import microaggregate_block
@@ -36,7 +38,7 @@ from sdc_tasks.stats.moments import moments_graph
 
 @dataclass(frozen=True)
 class MethodPlan:
-    """How a method runs: ``shape`` is "blocked", "column" or "record"; blocked methods carry a BlockPlan
+    """How a method runs: ``shape`` is "blocked", "column", "record" or "categorical"; blocked methods carry a BlockPlan
     and say whether blocks must be made of whole groups of k (``unit_k``) and whether the block stage carries
     each record's original values beside the masked ones (``original``)."""
 
@@ -137,6 +139,7 @@ PLANS: dict[str, MethodPlan] = {
     "distr": MethodPlan("column", _distr),
     "noise": MethodPlan("record", _noise),
     "rescale": MethodPlan("record", _rescale),
+    **{name: MethodPlan("categorical", method) for name, method in CATEGORY_METHODS.items()},
 }
 
 
@@ -187,6 +190,8 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
         return A.blocked_records(source, variables, {**params, **extra}, ctx, plan.kernel)
     if plan.shape == "column":
         return A.column_records(source, variables, params, ctx, plan.kernel)
+    if plan.shape == "categorical":
+        return A.category_records(source, variables, params, ctx, plan.kernel)
     return A.record_records(source, variables, params, ctx, plan.kernel,
                             _record_context(method, source, variables, params, ctx))
 

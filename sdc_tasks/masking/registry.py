@@ -90,15 +90,46 @@ class PostMaskParams(SyntheticPostMaskParams):
         default="nearest", description="IL1 against the nearest original record (paper) or the record's own")
 
 
+class CodingParams(_Params):
+    """Top or bottom coding: the last (first) p categories of an ordinal variable recoded into one
+    (sdc_methods_comparison_chapter.txt sec. 2, Top-coding, Bottom-coding)."""
+
+    p: int = Field(ge=1, description="number of categories recoded into one")
+
+
+class GlobalRecodingParams(_Params):
+    """Global recoding of the p lowest-frequency categories into one (chapter sec. 2, Global recoding)."""
+
+    p: int = Field(ge=1, description="number of lowest-frequency categories recoded into one")
+
+
+class PramParams(_Params):
+    """PRAM with the Kooiman et al. Markov matrix (chapter sec. 2, Post-Randomization Method)."""
+
+    theta: float = Field(gt=0, lt=1, description="the matrix parameter theta, 0 < theta < 1 (chapter's p = 100 theta)")
+
+
+class LocalSuppressionParams(_Params):
+    """Local suppression to k-anonymity on the key variables (statistical_databases_survey.txt, Local
+    suppression; k-anonymity)."""
+
+    k: int = Field(ge=2, description="every combination of the key variables must occur at least k times")
+
+
 @dataclass(frozen=True)
 class Method:
     """A registered masking method; ``after_masking``: a step that moves an already masked file toward the
-    original records' statistics, so it needs those records (a release's input, or ``sdc mask --original``)."""
+    original records' statistics, so it needs those records (a release's input, or ``sdc mask --original``);
+    ``kind``: the variables it masks, "continuous" or "categorical"; ``ordinal``: categorical methods that
+    need an order of the categories; ``on_keys``: a method whose variables default to the categorical keys."""
 
     name: str
     params: type[_Params]
     summary: str
     after_masking: bool = False
+    kind: Literal["continuous", "categorical"] = "continuous"
+    ordinal: bool = False
+    on_keys: bool = False
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
@@ -118,7 +149,21 @@ METHODS: dict[str, Method] = {m.name: m for m in (
     Method("postmask", PostMaskParams, "post-masking optimization: restore the original moments, IL1 near p x",
            after_masking=True),
     Method("synthetic_postmask", SyntheticPostMaskParams, "synthetic data by post-masking optimization"),
+    Method("top_coding", CodingParams, "top coding: the last p categories of an ordinal variable into one",
+           kind="categorical", ordinal=True),
+    Method("bottom_coding", CodingParams, "bottom coding: the first p categories of an ordinal variable into one",
+           kind="categorical", ordinal=True),
+    Method("global_recoding", GlobalRecodingParams, "global recoding of the p lowest-frequency categories into one",
+           kind="categorical"),
+    Method("pram", PramParams, "PRAM with the Kooiman et al. matrix, draws keyed by record id", kind="categorical"),
+    Method("local_suppression", LocalSuppressionParams, "local suppression of key values to k-anonymity, greedy",
+           kind="categorical", on_keys=True),
 )}
+
+
+def is_categorical(method: str) -> bool:
+    """Whether a registered method masks categorical variables."""
+    return METHODS[method].kind == "categorical"
 
 
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
@@ -146,6 +191,21 @@ def parse_cli_params(pairs: list[str]) -> dict[str, Any]:
             raise ValueError(f"--param {pair!r} must look like name=value")
         name, raw = pair.split("=", 1)
         out[name.strip()] = _scalar(raw.strip())
+    return out
+
+
+def parse_category_orders(pairs: list[str]) -> dict[str, list]:
+    """Return {variable: categories in order} from ``VAR=c1,c2,...`` strings, categories parsed as ``--param``
+    values; raise ValueError naming the option at fault."""
+    out: dict[str, list] = {}
+    for pair in pairs:
+        name, _, raw = pair.partition("=")
+        categories = [_scalar(c.strip()) for c in raw.split(",") if c.strip()]
+        if not name.strip() or not categories:
+            raise ValueError("--ordinal must look like VAR=c1,c2,... (a variable, then its categories in order)")
+        if len(set(categories)) != len(categories):
+            raise ValueError(f"--ordinal {name.strip()} lists a category twice")
+        out[name.strip()] = categories
     return out
 
 

@@ -1,0 +1,35 @@
+"""Exact frequency tables of categorical columns, counted by Dask tree reductions (groupby size)."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+
+COUNT_COL = "count"
+
+
+def _tidy(counts: pd.Series, by: list[str]) -> pd.DataFrame:
+    """A groupby-size result as a frame: the grouping columns and ``count``, rows in sorted key order."""
+    frame = counts.rename(COUNT_COL).reset_index()
+    return frame.sort_values(by, kind="stable", na_position="last").reset_index(drop=True)
+
+
+def frequency_tables(ddf: dd.DataFrame, groupings: list[list[str]], strata: str | None = None,
+                     dropna: bool = True) -> list[pd.DataFrame]:
+    """For each list of columns, the number of records of each combination of their values (within each
+    stratum when ``strata`` names a column: it leads the grouping), as a frame of those columns and
+    ``count``; all tables in one computation, each a per-partition groupby merged by a tree reduction, so
+    counts are exact for any partitioning. ``dropna``: leave out records with a missing value in the
+    grouping (True), or count missing as a value of its own (False)."""
+    lead = [strata] if strata else []
+    graphs = [ddf[lead + cols].groupby(lead + cols, dropna=dropna, observed=True).size() for cols in groupings]
+    return [_tidy(counts, lead + cols) for counts, cols in zip(dask.compute(*graphs), groupings)]
+
+
+def scope_rows(table: pd.DataFrame, strata: str | None) -> dict:
+    """The rows of a frequency table per stratum label ({None: all rows} without strata), stratum column dropped."""
+    if strata is None:
+        return {None: table}
+    return {label: rows.drop(columns=strata).reset_index(drop=True)
+            for label, rows in table.groupby(strata, sort=True, observed=True)}
