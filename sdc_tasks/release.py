@@ -14,6 +14,7 @@ from importlib import metadata
 from pathlib import Path
 from time import perf_counter
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 
@@ -106,8 +107,17 @@ def evaluate_release(spec: ReleaseSpec, masked_path: Path, families: tuple[str, 
     """Metrics of the masked dataset at ``masked_path`` against the original, for the given metric families."""
     original = load_original(spec)
     masked = read_table(masked_path, "parquet")
-    return evaluate(original, masked, spec.id_column, list(spec.variables.continuous), spec.linkage_keys,
-                    families)
+    roles = spec.variables
+    return evaluate(original, masked, spec.id_column, list(roles.continuous),
+                    [*spec.linkage_keys, *spec.categorical_keys], families, categorical=list(roles.categorical),
+                    ordinal=category_orders(spec, original), weight=roles.weight)
+
+
+def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:
+    """Each ordinal variable's categories in order: as declared, or else the sorted values of the original file."""
+    undeclared = [v for v, order in spec.variables.ordinal.items() if order is None]
+    found = dask.compute(*[original[v].dropna().unique() for v in undeclared])
+    return spec.category_orders(dict(zip(undeclared, found)))
 
 
 def gate_decision(spec: ReleaseSpec, metrics: dict) -> dict:

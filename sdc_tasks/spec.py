@@ -15,6 +15,7 @@ from sdc_tasks.masking.registry import METHODS, validate_params
 
 METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "pld_published", "cat_il", "cat_risk")
 DEFAULT_METRICS = METRIC_FAMILIES[:5]
+CATEGORICAL_METRICS = ("cat_il", "cat_risk")
 
 
 GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that compute it)
@@ -209,14 +210,20 @@ class ReleaseSpec(_Strict):
             raise ValueError(f"steps.{i}: {step.method} masks {method.kind} variables but {needed} names none")
 
     def _check_metric_variables(self) -> None:
-        """Without continuous variables, the continuous metric families default to none; asking for one fails."""
-        if self.variables.continuous:
-            return
+        """Metric families follow the variable kinds: by default the continuous families when there are continuous
+        variables, plus cat_il and cat_risk when there are categorical ones; a family asked for without its
+        variables fails."""
+        roles = self.variables
         if "metrics" not in self.model_fields_set:
-            self.metrics = []
-        elif self.metrics:
-            raise ValueError(f"metrics: family {self.metrics[0]!r} evaluates continuous variables but "
-                             "variables.continuous is empty")
+            self.metrics = ([*DEFAULT_METRICS] if roles.continuous else []) + \
+                ([*CATEGORICAL_METRICS] if roles.categorical else [])
+            return
+        for family in self.metrics:
+            categorical = family in CATEGORICAL_METRICS
+            if not (roles.categorical if categorical else roles.continuous):
+                kind = "categorical" if categorical else "continuous"
+                raise ValueError(f"metrics: family {family!r} evaluates {kind} variables but variables.{kind} is "
+                                 "empty")
 
     def resolve(self, path: str) -> Path:
         """Return ``path`` resolved against the spec's directory."""

@@ -59,6 +59,20 @@ def test_mixed_release_masks_both_kinds_and_keeps_dtypes(releases):
     assert {"IL", "DLD", "ID"} <= set(metrics)
 
 
+def test_mixed_release_measures_the_categorical_side_and_gates_on_it(releases):
+    out, summary = releases[0]
+    metrics = json.loads((out / "metrics.json").read_text())
+    for key in ("Dist", "CTBIL", "ACTBIL", "EBIL_MF", "PRIL_MF", "kanon_min_group", "kanon_violations_3",
+                "sample_uniques", "indiv_risk_max", "expected_reidentifications", "PLD_cat"):
+        assert isinstance(metrics[key], float), key
+    assert metrics["categorical_keys"] == KEYS
+    assert metrics["kanon_violations_3"] == 0.0 and metrics["kanon_min_group"] >= 3  # local suppression, k = 3
+    assert metrics["Dist"] > 0 and metrics["CTBIL"] > 0  # top coding, PRAM and suppression changed categories
+    assert {c["measure"]: c["passed"] for c in summary["gate"]["checks"]} == {"DLD": True, "kanon_violations_3": True}
+    report = (out / "report.md").read_text()
+    assert "CTBIL" in report and "kanon_violations_3" in report
+
+
 def test_mixed_release_bytes_do_not_depend_on_workers(releases):
     (one, _), (two, _) = releases
     sums = [{k: v for k, v in tree_checksums(out).items() if k.startswith("masked/")} for out in (one, two)]

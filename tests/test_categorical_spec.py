@@ -44,12 +44,18 @@ def test_roles_defaults_and_helpers():
     assert spec.category_orders({"age": [30, 4, 30, 17]}) == {"age": [4, 17, 30], "walls": [2, 3, 9]}
 
 
-def test_categorical_only_spec_defaults_to_no_continuous_metrics():
+def test_metric_families_default_to_the_kinds_of_variables_the_spec_has():
     data = {**mixed(continuous=None), "steps": MIXED["steps"][:3]}
-    assert parse_spec(data).metrics == []
+    assert parse_spec(data).metrics == ["cat_il", "cat_risk"]
+    assert parse_spec(mixed()).metrics == ["il", "pil", "dld", "pld", "id", "cat_il", "cat_risk"]
     with pytest.raises(SpecError, match=r"metrics: family 'il' evaluates continuous variables but "
                                         r"variables.continuous is empty"):
         parse_spec({**data, "metrics": ["il"]})
+    continuous_only = {**mixed(categorical=[], ordinal={}, key=["expend"]), "steps": MIXED["steps"][3:]}
+    assert parse_spec(continuous_only).metrics == ["il", "pil", "dld", "pld", "id"]
+    with pytest.raises(SpecError, match=r"metrics: family 'cat_risk' evaluates categorical variables but "
+                                        r"variables.categorical is empty"):
+        parse_spec({**continuous_only, "metrics": ["il", "cat_risk"]})
 
 
 @pytest.mark.parametrize("steps, message", [
