@@ -16,8 +16,8 @@ from prefect.cache_policies import NO_CACHE
 
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.compare import CompareInput, Grid, load_grid, parallel_mode, parse_limits, prepare_input
-from sdc_tasks.compare_outputs import (TABLE_1_COLUMNS, Comparison, compared, comparison_summary, headline,
-                                       ranking_section, write_comparison, write_release_spec)
+from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
+                                       ranking_columns, write_comparison, write_release_spec)
 from sdc_tasks.io import atomic_output_dir
 from sdc_tasks.report import markdown_section
 
@@ -46,9 +46,9 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
     written = {k: str(v) for k, v in write_comparison(c, root).items()}
     map_path = Path(final_dir) / Path(written["ru_map"]).name
     text = "\n".join([f"**{headline(c)}**", "", f"R-U map: `{map_path}`", "",
-                      *markdown_section(ranking_section(c.table, c.risk_setup))])
+                      *markdown_section(comparison_ranking_section(c))])
     create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
-    create_table_artifact(c.table[list(TABLE_1_COLUMNS)].to_dict("records"), key="comparison-table",
+    create_table_artifact(c.table[list(ranking_columns(c))].to_dict("records"), key="comparison-table",
                           description=f"Ranking of {c.grid.name}")
     return written
 
