@@ -1,6 +1,7 @@
 """Method comparison after sdc_methods_comparison_chapter.txt (chapter 6) sec. 2-4: every (method, parameters)
 of a grid masks the same file, each masked file is evaluated (IL, DLD, PLD, ID, PIL, score), and the
-configurations are ranked as in Table 1.
+configurations are ranked as in Table 1. A categorical grid (sec. 5) runs categorical methods on named variable
+sets, evaluates them with the categorical families and is ranked as Table 3 (sdc_tasks.categorical_ranking).
 
 Parallelism follows the file's size (``parallel_mode``): a small file (the Census file, 1,080 records) runs
 one configuration per Dask task with the synchronous scheduler inside the task, so the configurations run
@@ -243,7 +244,7 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
     """Resolve the columns and check the file once: variables default to every numeric column but the id,
     keys to the first seven variables; every key must be masked (an unmasked key is not protected by any
     configuration); values must be finite numbers, ids unique, and the file must hold at least the largest k
-    of the grid's configurations."""
+    of the grid's configurations. A categorical grid's input: :func:`categorical_input`."""
     what = f"input {path}"
     if grid is not None and grid.categorical:
         return categorical_input(path, id_col, grid)
@@ -460,6 +461,14 @@ def best_result(results: list[ConfigurationResult], limits: dict[str, float],
     allowed = [r for r in results
                if all(key in r.metrics and r.metrics[key] <= limit for key, limit in limits.items())]
     return min(allowed, key=lambda r: ranking_score(r.metrics, risk_setup)) if allowed else None
+
+
+def check_best_spec(grid: Grid, best_spec: str | Path | None) -> None:
+    """Raise InputError, before anything runs, when a best release spec is asked of a categorical grid (a
+    release spec of a categorical configuration is not written yet)."""
+    if best_spec and grid.categorical:
+        raise InputError(f"--best-spec: grid {grid.name!r} is categorical; a release spec of a categorical "
+                         "configuration is not written yet")
 
 
 def release_families(limits: dict[str, float]) -> list[str]:

@@ -15,10 +15,10 @@ import yaml
 
 from sdc_tasks import report as R
 from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, best_in_table, categorical_ranking_table
-from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result, check_risk_setup,
-                               load_grid, parallel_mode, prepare_input, ranking_score, ranking_table, release_spec,
-                               run_grid)
-from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file
+from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result,
+                               check_best_spec, check_risk_setup, load_grid, parallel_mode, prepare_input,
+                               ranking_score, ranking_table, release_spec, run_grid)
+from sdc_tasks.io import atomic_output_dir, atomic_output_file
 from sdc_tasks.release import write_json
 from sdc_tasks.spec import load_spec, parse_spec
 
@@ -199,11 +199,9 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
 def write_release_spec(c: Comparison, path: str | Path) -> Path:
     """Write the best configuration under the limits as a release spec YAML, validated by load_spec's rules
     before and after writing; its output directory sits beside the spec."""
+    check_best_spec(c.grid, path)
     if c.best is None:
         raise NoneWithinLimits(f"no configuration of {c.grid.name} meets {_limits_text(c.limits) or 'the limits'}")
-    if c.grid.categorical:
-        raise InputError("--best-spec is for continuous grids: a release spec of a categorical configuration "
-                         "is not written yet")
     path = Path(path)
     spec = release_spec(c.source, c.best, c.limits, c.grid, f"{path.stem}-release")
     parse_spec(spec, base_dir=path.resolve().parent)

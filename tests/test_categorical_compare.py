@@ -167,6 +167,10 @@ def test_cli_and_flow_compare_a_categorical_grid(subset, tmp_path, prefect_harne
                                    str(tmp_path / "cli"), "--workers", "1"])
     assert run.exit_code == 0, run.output
     assert '"risk": "PLD_cat"' in run.output
+    refused = CliRunner().invoke(app, ["compare", "--input", str(subset), "--grid", str(path), "--out",
+                                       str(tmp_path / "x"), "--best-spec", str(tmp_path / "best.yaml")])
+    assert refused.exit_code == 2 and "--best-spec: grid 'cat' is categorical" in refused.output
+    assert not (tmp_path / "x").exists()
     summary = compare(str(subset), str(tmp_path / "flow"), grid=str(path), workers=1)
     cli, flow = (pd.read_csv(tmp_path / d / "ranking.csv") for d in ("cli", "flow"))
     pd.testing.assert_frame_equal(cli.drop(columns="Seconds"), flow.drop(columns="Seconds"))
