@@ -244,9 +244,14 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
     """Resolve the columns and check the file once: variables default to every numeric column but the id,
     keys to the first seven variables; every key must be masked (an unmasked key is not protected by any
     configuration); values must be finite numbers, ids unique, and the file must hold at least the largest k
-    of the grid's configurations. A categorical grid's input: :func:`categorical_input`."""
+    of the grid's configurations. A categorical grid's input: :func:`categorical_input` (its variables and keys
+    come from the grid's sets; giving them here is an error naming the option)."""
     what = f"input {path}"
     if grid is not None and grid.categorical:
+        given = "variables" if variables else "key_vars" if key_vars else None
+        if given:
+            raise InputError(f"{given}: grid {grid.name!r} is categorical; its variable_sets name the variables "
+                             "(and the keys of PLD_cat)")
         return categorical_input(path, id_col, grid)
     variables = list(variables or numeric_columns(path, [id_col], what))
     keys = list(key_vars or variables[:7])

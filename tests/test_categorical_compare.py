@@ -128,6 +128,15 @@ def subset(tmp_path_factory):
     return path
 
 
+def test_variables_and_keys_come_from_the_sets(subset):
+    with pytest.raises(C.InputError, match="key_vars: grid 'cat' is categorical"):
+        C.prepare_input(subset, key_vars=["sex"], grid=C.parse_grid(SMALL))
+    source = C.prepare_input(subset, grid=C.parse_grid(SMALL))
+    assert source.variables == ["urbrur", "sex", "walls", "age"] and source.key_vars == []
+    ages = sorted(pd.read_csv(subset).age.unique().tolist())
+    assert source.category_orders == {"walls": [2, 3, 9], "age": ages}
+
+
 def test_small_categorical_grid_end_to_end(subset, tmp_path):
     out = tmp_path / "out"
     c = O.comparison(subset, out, C.parse_grid(SMALL), limits={"PLD_cat": 50.0})
