@@ -15,9 +15,10 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.compare import CompareInput, Grid, load_grid, parallel_mode, parse_limits, prepare_input
-from sdc_tasks.compare_outputs import (TABLE_1_COLUMNS, Comparison, compared, comparison_summary, headline,
-                                       ranking_section, write_comparison, write_release_spec)
+from sdc_tasks.compare import (CompareInput, Grid, check_best_spec, load_grid, parallel_mode, parse_limits,
+                               prepare_input)
+from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
+                                       ranking_columns, write_comparison, write_release_spec)
 from sdc_tasks.io import atomic_output_dir
 from sdc_tasks.report import markdown_section
 
@@ -25,9 +26,12 @@ STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 @task(name="plan", task_run_name="plan", **STAGE)
-def plan(input_path: str, grid_path: str | None, id_col: str, variables, key_vars, parallel: str):
-    """Validate the grid and the input's columns; choose the parallel mode by input size."""
+def plan(input_path: str, grid_path: str | None, id_col: str, variables, key_vars, parallel: str,
+         best_spec: str | None = None):
+    """Validate the grid, the best-spec request and the input's columns; choose the parallel mode by input
+    size."""
     grid = load_grid(grid_path)
+    check_best_spec(grid, best_spec)
     source = prepare_input(input_path, id_col, variables, key_vars, grid)
     return grid, source, parallel_mode(source, parallel)
 
@@ -46,9 +50,9 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
     written = {k: str(v) for k, v in write_comparison(c, root).items()}
     map_path = Path(final_dir) / Path(written["ru_map"]).name
     text = "\n".join([f"**{headline(c)}**", "", f"R-U map: `{map_path}`", "",
-                      *markdown_section(ranking_section(c.table, c.risk_setup))])
+                      *markdown_section(comparison_ranking_section(c))])
     create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
-    create_table_artifact(c.table[list(TABLE_1_COLUMNS)].to_dict("records"), key="comparison-table",
+    create_table_artifact(c.table[list(ranking_columns(c))].to_dict("records"), key="comparison-table",
                           description=f"Ranking of {c.grid.name}")
     return written
 
@@ -62,7 +66,7 @@ def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str 
     configuration under ``limits`` (MEASURE=LIMIT strings) as a release spec to ``best_spec``."""
     log = get_run_logger()
     bounds = parse_limits(limits or [])
-    chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel)
+    chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel, best_spec)
     log.info("%d configurations, parallel mode %s", len(chosen.configurations()), mode)
     with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:
         c = evaluate_grid(source, chosen, mode, bounds, str(tmp / "_work"), perf_counter())

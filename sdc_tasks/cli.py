@@ -196,7 +196,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
 def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
                 out: Path = typer.Option(..., help="output directory (written atomically)"),
                 grid: Optional[Path] = typer.Option(None, help="comparison grid YAML (default: chapter 6's grid, "
-                                                    "data/default_grid.yaml)"),
+                                                    "data/default_grid.yaml; categorical, Table 3 style: "
+                                                    "data/categorical_grid.yaml)"),
                 id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
                 key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                        "variables)"),
@@ -215,11 +216,12 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                                          "docs/reproduction.md)")) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.compare import load_grid, parse_limits
+    from sdc_tasks.compare import check_best_spec, load_grid, parse_limits
     from sdc_tasks.compare_outputs import NoneWithinLimits, comparison, comparison_summary, write_release_spec
 
     try:
         limits, chosen = parse_limits(limit), load_grid(grid)
+        check_best_spec(chosen, best_spec)
         with dask_client(dask_address, workers):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
                                 overwrite, risk)

@@ -1,6 +1,7 @@
 """Method comparison after sdc_methods_comparison_chapter.txt (chapter 6) sec. 2-4: every (method, parameters)
 of a grid masks the same file, each masked file is evaluated (IL, DLD, PLD, ID, PIL, score), and the
-configurations are ranked as in Table 1.
+configurations are ranked as in Table 1. A categorical grid (sec. 5) runs categorical methods on named variable
+sets, evaluates them with the categorical families and is ranked as Table 3 (sdc_tasks.categorical_ranking).
 
 Parallelism follows the file's size (``parallel_mode``): a small file (the Census file, 1,080 records) runs
 one configuration per Dask task with the synchronous scheduler inside the task, so the configurations run
@@ -71,13 +72,14 @@ class Family(_Strict):
     method: str
     params: dict[str, Any] = Field(default_factory=dict)
     sweep: Sweep | None = None
+    sets: list[str] | None = Field(default=None, min_length=1,
+                                   description="categorical grids: the variable sets the family masks, one row "
+                                               "each (default: every set of the grid)")
 
     @model_validator(mode="after")
     def _valid_configurations(self) -> "Family":
         if self.method not in METHODS:
             raise ValueError(f"method: unknown method {self.method!r}; known: {', '.join(sorted(METHODS))}")
-        if is_categorical(self.method):
-            raise ValueError(f"method: {self.method} masks categorical variables; the grid ranks continuous methods")
         if self.sweep is None:
             validate_params(self.method, self.params)
             return self
@@ -95,27 +97,40 @@ class Family(_Strict):
                 raise ValueError(f"sweep.values.{i} = {value!r}: {exc}") from None
         return self
 
-    def configurations(self) -> list["Configuration"]:
-        """The family's (label, method, validated parameters), one per sweep value."""
+    def swept(self) -> list[tuple[str, dict[str, Any]]]:
+        """(label, validated parameters) of the family, one per sweep value."""
         if self.sweep is None:
-            return [Configuration(self.label, self.label, self.method, validate_params(self.method, self.params))]
-        return [Configuration(f"{self.label}{format(v, self.sweep.label_format)}", self.label, self.method,
-                              validate_params(self.method, {**self.params, self.sweep.param: v}))
-                for v in self.sweep.values]
+            return [(self.label, validate_params(self.method, self.params))]
+        return [(f"{self.label}{format(v, self.sweep.label_format)}",
+                 validate_params(self.method, {**self.params, self.sweep.param: v})) for v in self.sweep.values]
+
+    def configurations(self, variable_sets: dict[str, list[str]] | None = None) -> list["Configuration"]:
+        """The family's configurations, one per sweep value; with ``variable_sets`` (a categorical grid), one per
+        sweep value and set of :attr:`sets`, the set's name ending the label (T5o: top coding, p = 5, set o)."""
+        if not variable_sets:
+            return [Configuration(label, self.label, self.method, params) for label, params in self.swept()]
+        return [Configuration(f"{label}{name}", self.label, self.method, params, tuple(variable_sets[name]), name)
+                for label, params in self.swept() for name in (self.sets or variable_sets)]
 
 
 class Grid(_Strict):
-    """A comparison grid: method families, each run for every value of its sweep, with one seed."""
+    """A comparison grid: method families, each run for every value of its sweep, with one seed. A categorical
+    grid (``categorical`` listed) runs categorical methods on named variable sets, as chapter 6 sec. 5 does."""
 
     name: str = "comparison"
     seed: int = Field(default=0, ge=0)
+    categorical: list[str] = Field(default_factory=list, description="the categorical variables (a categorical grid)")
+    ordinal: dict[str, list[Any] | None] = Field(
+        default_factory=dict, description="ordinal variables -> categories in order (null: the sorted values)")
+    variable_sets: dict[str, list[str]] = Field(default_factory=dict, description="set name -> variables")
     families: list[Family] = Field(min_length=1)
 
     @model_validator(mode="after")
     def _unique_labels(self) -> "Grid":
+        check_variable_roles(self)
         seen: dict[str, int] = {}
         for i, fam in enumerate(self.families):
-            for config in fam.configurations():
+            for config in fam.configurations(self.variable_sets):
                 if config.label in seen:
                     raise ValueError(f"families.{i}: row label {config.label!r} repeats one of "
                                      f"families.{seen[config.label]}")
@@ -124,17 +139,60 @@ class Grid(_Strict):
 
     def configurations(self) -> list["Configuration"]:
         """Every configuration of the grid, in grid order."""
-        return [c for fam in self.families for c in fam.configurations()]
+        return [c for fam in self.families for c in fam.configurations(self.variable_sets)]
+
+
+def check_variable_roles(grid: Grid) -> None:
+    """Raise ValueError naming the field when a grid mixes roles: a continuous grid with variable sets or a
+    categorical method, a categorical grid with a continuous method, a set or family set that is unknown or
+    holds a variable that is not categorical (ordinal for top and bottom coding)."""
+    if not grid.categorical:
+        stray = "ordinal" if grid.ordinal else "variable_sets" if grid.variable_sets else None
+        if stray:
+            raise ValueError(f"{stray}: a grid with {stray} must list its categorical variables (categorical)")
+        for i, fam in enumerate(grid.families):
+            if is_categorical(fam.method):
+                raise ValueError(f"families.{i}.method: {fam.method} masks categorical variables; list them in "
+                                 "categorical and variable_sets to make a categorical grid")
+            if fam.sets is not None:
+                raise ValueError(f"families.{i}.sets: only a categorical grid has variable sets")
+        return
+    for v in grid.ordinal:
+        if v not in grid.categorical:
+            raise ValueError(f"ordinal.{v}: {v!r} is not listed in categorical")
+    if not grid.variable_sets:
+        raise ValueError("variable_sets: a categorical grid needs at least one named set of variables")
+    for name, variables in grid.variable_sets.items():
+        stray = [v for v in variables if v not in grid.categorical]
+        if not variables or stray:
+            raise ValueError(f"variable_sets.{name}: " + (f"{stray[0]!r} is not listed in categorical" if stray
+                                                          else "a set needs at least one variable"))
+    for i, fam in enumerate(grid.families):
+        method = METHODS[fam.method]
+        if not is_categorical(fam.method):
+            raise ValueError(f"families.{i}.method: {fam.method} masks continuous variables; a categorical grid "
+                             "ranks categorical methods")
+        for name in fam.sets or grid.variable_sets:
+            if name not in grid.variable_sets:
+                raise ValueError(f"families.{i}.sets: unknown variable set {name!r}; known: "
+                                 f"{', '.join(grid.variable_sets)}")
+            plain = [v for v in grid.variable_sets[name] if v not in grid.ordinal]
+            if method.ordinal and plain:
+                raise ValueError(f"families.{i}.sets: set {name!r} holds {plain[0]!r}, not listed in ordinal "
+                                 f"({fam.method} needs ordered categories)")
 
 
 @dataclass(frozen=True)
 class Configuration:
-    """One row of the comparison: its label (Table 1 style), family label, registry method and parameters."""
+    """One row of the comparison: its label (Table 1 style), family label, registry method and parameters; in a
+    categorical grid also the variables it masks and the name of their set."""
 
     label: str
     family: str
     method: str
     params: dict[str, Any]
+    variables: tuple[str, ...] | None = None
+    variable_set: str | None = None
 
 
 def parse_grid(data: Any) -> Grid:
@@ -172,6 +230,7 @@ class CompareInput:
     variables: list[str]
     key_vars: list[str]
     input_bytes: int
+    category_orders: dict[str, list] = field(default_factory=dict)
 
 
 def input_bytes(path: str | Path) -> int:
@@ -185,8 +244,15 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
     """Resolve the columns and check the file once: variables default to every numeric column but the id,
     keys to the first seven variables; every key must be masked (an unmasked key is not protected by any
     configuration); values must be finite numbers, ids unique, and the file must hold at least the largest k
-    of the grid's configurations."""
+    of the grid's configurations. A categorical grid's input: :func:`categorical_input` (its variables and keys
+    come from the grid's sets; giving them here is an error naming the option)."""
     what = f"input {path}"
+    if grid is not None and grid.categorical:
+        given = "variables" if variables else "key_vars" if key_vars else None
+        if given:
+            raise InputError(f"{given}: grid {grid.name!r} is categorical; its variable_sets name the variables "
+                             "(and the keys of PLD_cat)")
+        return categorical_input(path, id_col, grid)
     variables = list(variables or numeric_columns(path, [id_col], what))
     keys = list(key_vars or variables[:7])
     check_columns(read_table(path), [*variables, *keys], what)
@@ -200,6 +266,25 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
     load_checked(path, id_col, variables, what, group_sizes=[max(ks, key=lambda x: x[1])] if ks else [])
     return CompareInput(str(Path(path).resolve()), id_col, id_col not in read_table(path).columns, variables, keys,
                         input_bytes(path))
+
+
+def categorical_input(path: str | Path, id_col: str, grid: Grid) -> CompareInput:
+    """The input of a categorical grid: its set variables (in any type) must be in the file, ids unique, and each
+    ordinal variable gets its declared order or else its sorted values in the file; the keys of PLD_cat are each
+    configuration's own variables (chapter 6 sec. 5 links on the set it masks)."""
+    what = f"input {path}"
+    variables = list(dict.fromkeys(v for vs in grid.variable_sets.values() for v in vs))
+    ks = [(f"parameter 'k' of {c.label}", c.params["k"]) for c in grid.configurations() if "k" in c.params]
+    if id_col in variables:
+        raise InputError(f"id column {id_col!r} cannot be a masked variable")
+    frame, _ = load_checked(path, id_col, [], what, required=variables,
+                            group_sizes=[max(ks, key=lambda x: x[1])] if ks else [])
+    undeclared = [v for v, order in grid.ordinal.items() if order is None and v in variables]
+    found = dask.compute(*[frame[v].dropna().unique() for v in undeclared])
+    orders = {v: list(order) for v, order in grid.ordinal.items() if order is not None}
+    orders.update({v: sorted(values.tolist()) for v, values in zip(undeclared, found)})
+    return CompareInput(str(Path(path).resolve()), id_col, id_col not in read_table(path).columns, variables, [],
+                        input_bytes(path), orders)
 
 
 def parallel_mode(source: CompareInput, requested: str = "auto") -> str:
@@ -231,19 +316,28 @@ _SYNC_LOCK = threading.Lock()  # dask.config is process-global: one synchronous 
 
 def _masked_and_measured(source: CompareInput, config: Configuration, seed: int, work_dir: Path | None,
                          risk_setup: str = "metrics") -> ConfigurationResult:
-    """Mask the input with one configuration (as ``sdc mask``) and evaluate it (the families of
-    :func:`families_for`), with the risk axis of ``risk_setup`` (RISK_SETUPS) as "risk"."""
+    """Mask the input with one configuration (as ``sdc mask``) and evaluate it: the families of
+    :func:`families_for` with the risk axis of ``risk_setup`` (RISK_SETUPS) as "risk"; a categorical
+    configuration (one variable set) with cat_il and cat_risk on its set, PLD_cat as "risk", and the original
+    file as the reference of EBIL_RF and PRIL_RF (chapter 6 sec. 5; docs/comparison.md, Categorical grids)."""
     t0, cpu0 = perf_counter(), process_time()
     frame = read_with_ids(source.path, "auto", source.id_column, source.create_id)
+    variables = list(config.variables or source.variables)
     try:
-        staged = apply_step(frame, config.method, source.variables, config.params,
-                            StepContext(seed, 0, source.id_column, None, reference=frame), work_dir)
+        staged = apply_step(frame, config.method, variables, config.params,
+                            StepContext(seed, 0, source.id_column, None, reference=frame,
+                                        category_orders=source.category_orders), work_dir)
         t1 = perf_counter()
-        metrics = evaluate(frame, staged.frame, source.id_column, source.variables, source.key_vars,
-                           families_for(risk_setup))
+        if config.variables is None:
+            metrics = evaluate(frame, staged.frame, source.id_column, variables, source.key_vars,
+                               families_for(risk_setup))
+        else:
+            metrics = evaluate(frame, staged.frame, source.id_column, [], [], CATEGORICAL_FAMILIES,
+                               categorical=variables, reference=frame,
+                               ordinal={v: o for v, o in source.category_orders.items() if v in variables})
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
-    metrics["risk"] = risk(metrics, risk_setup)
+    metrics["risk"] = metrics["PLD_cat"] if config.variables is not None else risk(metrics, risk_setup)
     return ConfigurationResult(config, metrics, {"mask": t1 - t0, "evaluate": perf_counter() - t1,
                                                  "cpu": process_time() - cpu0})
 
@@ -372,6 +466,14 @@ def best_result(results: list[ConfigurationResult], limits: dict[str, float],
     allowed = [r for r in results
                if all(key in r.metrics and r.metrics[key] <= limit for key, limit in limits.items())]
     return min(allowed, key=lambda r: ranking_score(r.metrics, risk_setup)) if allowed else None
+
+
+def check_best_spec(grid: Grid, best_spec: str | Path | None) -> None:
+    """Raise InputError, before anything runs, when a best release spec is asked of a categorical grid (a
+    release spec of a categorical configuration is not written yet)."""
+    if best_spec and grid.categorical:
+        raise InputError(f"--best-spec: grid {grid.name!r} is categorical; a release spec of a categorical "
+                         "configuration is not written yet")
 
 
 def release_families(limits: dict[str, float]) -> list[str]:

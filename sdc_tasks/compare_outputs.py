@@ -14,9 +14,10 @@ import pandas as pd
 import yaml
 
 from sdc_tasks import report as R
-from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result, check_risk_setup,
-                               load_grid, parallel_mode, prepare_input, ranking_score, ranking_table, release_spec,
-                               run_grid)
+from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, best_in_table, categorical_ranking_table
+from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result,
+                               check_best_spec, check_risk_setup, load_grid, parallel_mode, prepare_input,
+                               ranking_score, ranking_table, release_spec, run_grid)
 from sdc_tasks.io import atomic_output_dir, atomic_output_file
 from sdc_tasks.release import write_json
 from sdc_tasks.spec import load_spec, parse_spec
@@ -60,6 +61,13 @@ def ru_points(results: list[ConfigurationResult]) -> list[dict]:
             for r in results]
 
 
+def categorical_ru_points(table: pd.DataFrame) -> list[dict]:
+    """One R-U point per configuration of a categorical ranking: AIL Rank against PLD (PLD_cat, percent of
+    records correctly linked), grouped by method family."""
+    return [{"label": row.Method, "il": float(row["AIL Rank"]), "dr": float(row.PLD), "group": row.Family}
+            for _, row in table.iterrows()]
+
+
 def _limits_text(limits: dict[str, float]) -> str:
     """Limits as "DLD <= 10, ID <= 50"."""
     return ", ".join(f"{k} <= {v:g}" for k, v in limits.items())
@@ -82,21 +90,60 @@ def ranking_section(table: pd.DataFrame, risk_setup: str = "metrics") -> R.Secti
     return R.Section("Ranking", paragraphs=[note], table=R.Table(TABLE_1_COLUMNS, rows))
 
 
-def front_section(results: list[ConfigurationResult], map_name: str | None, risk_setup: str = "metrics") -> R.Section:
+def categorical_ranking_section(table: pd.DataFrame) -> R.Section:
+    """The ranking of a categorical grid in Table 3's layout, sorted by Ave. Score."""
+    rows = [tuple(_cell(v) for v in row) for row in table[list(TABLE_3_COLUMNS)].itertuples(index=False)]
+    note = ("Table 3 of sdc_methods_comparison_chapter.txt sec. 5. PLD = PLD_cat, percent of records correctly "
+            "linked on the set's variables; EBILRF and ILRF take the original file as the reference (so they equal "
+            "EBILMF and ILMF). Ranks: 100 rank / N, rank 1 = lowest value, equal values share their average rank. "
+            "AIL Rank = (DistRank + (CTBILRank + ACTBILRank)/2 + (EBILRFrank + ILRFrank + EBILMFrank + "
+            "ILMFrank)/4)/3; Score = (PLD Rank + AIL Rank)/2; Ave. Score = mean Score of the same method and "
+            "parameters over the variable sets.")
+    return R.Section("Ranking", paragraphs=[note], table=R.Table(TABLE_3_COLUMNS, rows))
+
+
+def comparison_ranking_section(c: Comparison) -> R.Section:
+    """The ranking section of a comparison: Table 3's layout for a categorical grid, Table 1's otherwise."""
+    return categorical_ranking_section(c.table) if c.grid.categorical else ranking_section(c.table, c.risk_setup)
+
+
+def ranking_columns(c: Comparison) -> tuple[str, ...]:
+    """The published table's columns of a comparison's ranking (Table 3 or Table 1)."""
+    return TABLE_3_COLUMNS if c.grid.categorical else TABLE_1_COLUMNS
+
+
+def map_points(c: Comparison) -> list[dict]:
+    """The R-U points of a comparison (categorical: AIL Rank against PLD)."""
+    return categorical_ru_points(c.table) if c.grid.categorical else ru_points(c.results)
+
+
+def map_labels(c: Comparison) -> dict[str, str]:
+    """The R-U map's axis labels of a comparison."""
+    if c.grid.categorical:
+        return {"risk_label": "Disclosure risk PLD_cat, %", "loss_label": "Information loss AIL Rank"}
+    return {"risk_label": risk_label(c.risk_setup)}
+
+
+def front_section(c: Comparison, map_name: str | None) -> R.Section:
     """The R-U map and the configurations on its Pareto front (lowest risk first)."""
-    front = R.pareto_front(ru_points(results))
+    front = R.pareto_front(map_points(c))
     rows = [(p["label"], p["group"], R.format_value(p["dr"]), R.format_value(p["il"])) for p in front]
-    note = (f"Risk axis: {risk_label(risk_setup)}, the disclosure-risk half of the score scaled to weights summing to 1, so "
-            "score = 0.5 IL + 0.5 risk; the original file sits at (100, 0). One marker per method family; the "
-            "step line is the Pareto front (statistical_databases_survey.txt, R-U maps).")
+    note = (f"Risk axis: {risk_label(c.risk_setup)}, the disclosure-risk half of the score scaled to weights summing "
+            "to 1, so score = 0.5 IL + 0.5 risk; the original file sits at (100, 0). ")
+    if c.grid.categorical:
+        note = "Risk axis: PLD_cat; loss axis: AIL Rank (ranks within this grid). "
+    note += ("One marker per method family; the step line is the Pareto front (statistical_databases_survey.txt, "
+             "R-U maps).")
     return R.Section("R-U confidentiality map", paragraphs=[note], image=map_name,
-                     table=R.Table(("Pareto configuration", "Family", "Risk, %", "IL, %"), rows))
+                     table=R.Table(("Pareto configuration", "Family", "Risk, %",
+                                    "AIL Rank" if c.grid.categorical else "IL, %"), rows))
 
 
 def settings_section(c: Comparison) -> R.Section:
     """Input, variables, grid, parallel mode and timings."""
+    keys = "each set's own variables" if c.grid.categorical else ", ".join(c.source.key_vars)
     rows = [("Input", c.source.path), ("Records", str(c.results[0].metrics["n"]) if c.results else "0"),
-            ("Masked variables", ", ".join(c.source.variables)), ("Key variables", ", ".join(c.source.key_vars)),
+            ("Masked variables", ", ".join(c.source.variables)), ("Key variables", keys),
             ("Grid", f"{c.grid.name}: {len(c.results)} configurations, seed {c.grid.seed}"),
             ("Parallelism", c.mode), ("Wall-clock seconds", f"{c.seconds:.1f}"),
             ("Configuration seconds (sum)", f"{sum(c.table['Seconds']):.1f}")]
@@ -107,18 +154,26 @@ def headline(c: Comparison) -> str:
     """The best configuration overall and, with limits, the best one that meets them."""
     top = c.table.iloc[0]
     text = f"Best score: {top.Method} ({top.Score:.2f})."
+    if c.grid.categorical:
+        text = f"Best Ave. Score: {top.Method} ({top['Ave. Score']:.2f}; Score {top.Score:.2f})."
     if not c.limits:
         return text
     if c.best is None:
         return text + f" No configuration meets {_limits_text(c.limits)}."
-    return text + (f" Best with {_limits_text(c.limits)}: {c.best.config.label} "
-                   f"({ranking_score(c.best.metrics, c.risk_setup):.2f}).")
+    return text + f" Best with {_limits_text(c.limits)}: {c.best.config.label} ({best_score(c):.2f})."
+
+
+def best_score(c: Comparison) -> float:
+    """The score of the best configuration under the limits: its Score in the categorical ranking, else
+    compare.ranking_score."""
+    if c.grid.categorical:
+        return float(c.table.set_index("Method").loc[c.best.config.label, "Score"])
+    return ranking_score(c.best.metrics, c.risk_setup)
 
 
 def comparison_sections(c: Comparison, map_name: str | None) -> list[R.Section]:
     """Every report section after the headline."""
-    return [settings_section(c), front_section(c.results, map_name, c.risk_setup),
-            ranking_section(c.table, c.risk_setup)]
+    return [settings_section(c), front_section(c, map_name), comparison_ranking_section(c)]
 
 
 def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
@@ -128,8 +183,7 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
     paths = {kind: out / name for kind, name in FILES.items()}
     c.table.to_parquet(paths["parquet"], index=False)
     c.table.to_csv(paths["csv"], index=False)
-    R.ru_map_png(ru_points(c.results), paths["ru_map"], risk_label=risk_label(c.risk_setup),
-                 label_front_only=True)
+    R.ru_map_png(map_points(c), paths["ru_map"], label_front_only=True, **map_labels(c))
     title = f"Method comparison: {c.grid.name} on {Path(c.source.path).name}"
     sections = comparison_sections(c, R.RU_MAP_NAME)
     paths["markdown"].write_text(R.markdown_document(title, f"**{headline(c)}**", sections), encoding="utf-8")
@@ -145,6 +199,7 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
 def write_release_spec(c: Comparison, path: str | Path) -> Path:
     """Write the best configuration under the limits as a release spec YAML, validated by load_spec's rules
     before and after writing; its output directory sits beside the spec."""
+    check_best_spec(c.grid, path)
     if c.best is None:
         raise NoneWithinLimits(f"no configuration of {c.grid.name} meets {_limits_text(c.limits) or 'the limits'}")
     path = Path(path)
@@ -183,6 +238,10 @@ def compared(source: CompareInput, grid: Grid, mode: str, limits: dict[str, floa
     count from."""
     results = run_grid(source, grid, mode, work_dir, risk_setup=risk_setup)
     shutil.rmtree(work_dir, ignore_errors=True)
+    if grid.categorical:
+        table = categorical_ranking_table(results)
+        return Comparison(source, grid, mode, results, table, limits, best_in_table(results, table, limits),
+                          perf_counter() - started, risk_setup)
     return Comparison(source, grid, mode, results, ranking_table(results, risk_setup), limits,
                       best_result(results, limits, risk_setup), perf_counter() - started, risk_setup)
 
@@ -190,7 +249,7 @@ def compared(source: CompareInput, grid: Grid, mode: str, limits: dict[str, floa
 def comparison_summary(c: Comparison) -> dict:
     """A JSON-able summary: counts, mode, seconds, the best overall and under the limits."""
     top = c.table.iloc[0]
-    return {"configurations": len(c.results), "mode": c.mode, "risk": c.risk_setup, "seconds": round(c.seconds, 2),
-            "best": {"label": top.Method, "score": float(top.Score)}, "limits": c.limits,
-            "best_within_limits": None if c.best is None else {"label": c.best.config.label,
-                                                               "score": ranking_score(c.best.metrics, c.risk_setup)}}
+    return {"configurations": len(c.results), "mode": c.mode, "risk": "PLD_cat" if c.grid.categorical else c.risk_setup,
+            "seconds": round(c.seconds, 2), "best": {"label": top.Method, "score": float(top.Score)},
+            "limits": c.limits,
+            "best_within_limits": None if c.best is None else {"label": c.best.config.label, "score": best_score(c)}}
