@@ -156,13 +156,6 @@ def test_cli_categorical_errors(tmp_path, no_cluster, args, message):
     assert not (tmp_path / "o.csv").exists()
 
 
-def test_a_comparison_grid_refuses_categorical_methods():
-    from sdc_tasks.compare import Family
-
-    with pytest.raises(ValueError, match="method: pram masks categorical variables"):
-        Family(label="P", method="pram", params={"theta": 0.5})
-
-
 def test_a_small_csv_has_its_types_inferred_from_every_row():
     from sdc_tasks.io import read_table
 
