@@ -31,6 +31,7 @@ from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
 from sdc_tasks.spec import families_for_measure
+from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
 DEFAULT_GRID = "default_grid.yaml"
@@ -280,9 +281,8 @@ def categorical_input(path: str | Path, id_col: str, grid: Grid) -> CompareInput
     frame, _ = load_checked(path, id_col, [], what, required=variables,
                             group_sizes=[max(ks, key=lambda x: x[1])] if ks else [])
     undeclared = [v for v, order in grid.ordinal.items() if order is None and v in variables]
-    found = dask.compute(*[frame[v].dropna().unique() for v in undeclared])
     orders = {v: list(order) for v, order in grid.ordinal.items() if order is not None}
-    orders.update({v: sorted(values.tolist()) for v, values in zip(undeclared, found)})
+    orders.update(sorted_categories(frame, undeclared))
     return CompareInput(str(Path(path).resolve()), id_col, id_col not in read_table(path).columns, variables, [],
                         input_bytes(path), orders)
 

@@ -199,10 +199,8 @@ def published_probabilistic_linkage(original: dd.DataFrame, pairs: dd.DataFrame,
     variables, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph; the chapter's sec. 4 averages
     PLD over the number of key variables the intruder knows, as DLD)."""
     orig_parts = original[[id_col, *key_vars]].to_delayed()
-    pair_parts = pairs.to_delayed()
-    return np.array([dask.compute(published_probabilistic_linkage_graph(
-        orig_parts, pair_parts, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))[0]
-        for i in range(1, len(key_vars) + 1)])
+    return _per_prefix(pairs, key_vars, lambda parts, sizes, i: published_probabilistic_linkage_graph(
+        orig_parts, parts, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))
 
 
 def _count(frame: dd.DataFrame):

@@ -14,7 +14,6 @@ from importlib import metadata
 from pathlib import Path
 from time import perf_counter
 
-import dask
 import dask.dataframe as dd
 import numpy as np
 
@@ -25,6 +24,7 @@ from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.spec import ReleaseSpec
+from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import load_checked
 
 MASKED_DIR = "masked"
@@ -116,8 +116,7 @@ def evaluate_release(spec: ReleaseSpec, masked_path: Path, families: tuple[str, 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:
     """Each ordinal variable's categories in order: as declared, or else the sorted values of the original file."""
     undeclared = [v for v, order in spec.variables.ordinal.items() if order is None]
-    found = dask.compute(*[original[v].dropna().unique() for v in undeclared])
-    return spec.category_orders(dict(zip(undeclared, found)))
+    return spec.category_orders(sorted_categories(original, undeclared))
 
 
 def gate_decision(spec: ReleaseSpec, metrics: dict) -> dict:

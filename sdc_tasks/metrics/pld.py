@@ -229,15 +229,22 @@ def _log_likelihood(m: np.ndarray, u: np.ndarray, p: float, codes: np.ndarray, c
     return float(counts @ np.logaddexp(np.log(p) + log_m, np.log1p(-p) + log_u))
 
 
-def _positive_unique_edges(
-    rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_rows: int, n_cols: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Validated edges with weight > 0 only, duplicates (same row and col) reduced to their largest weight."""
+def _edge_arrays(rows: np.ndarray, cols: np.ndarray,
+                 weights: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Edges as flat int64 rows, int64 cols and float64 weights; raise ValueError when their lengths differ."""
     rows = np.asarray(rows, dtype=np.int64).reshape(-1)
     cols = np.asarray(cols, dtype=np.int64).reshape(-1)
     weights = np.asarray(weights, dtype=np.float64).reshape(-1)
     if not rows.size == cols.size == weights.size:
         raise ValueError(f"{rows.size} rows, {cols.size} cols and {weights.size} weights differ in length")
+    return rows, cols, weights
+
+
+def _positive_unique_edges(
+    rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, n_rows: int, n_cols: int
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Validated edges with weight > 0 only, duplicates (same row and col) reduced to their largest weight."""
+    rows, cols, weights = _edge_arrays(rows, cols, weights)
     if rows.size and (rows.min() < 0 or rows.max() >= n_rows or cols.min() < 0 or cols.max() >= n_cols):
         raise ValueError(f"edge endpoints must lie in 0..{n_rows - 1} x 0..{n_cols - 1}")
     if not np.isfinite(weights).all():
@@ -302,13 +309,9 @@ def transport_max_weight(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray
     column group, records allowed to stay unpaired; edges with weight <= 0 carry no flow. Exact and integral: the
     constraint matrix is totally unimodular and HiGHS dual simplex returns a vertex of the LP. Edges must be
     distinct (row, col) pairs."""
-    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
-    weights = np.asarray(weights, dtype=np.float64).reshape(-1)
+    rows, cols, weights = _edge_arrays(rows, cols, weights)
     supply = np.asarray(supply, dtype=np.float64)
     demand = np.asarray(demand, dtype=np.float64)
-    if not rows.size == cols.size == weights.size:
-        raise ValueError(f"{rows.size} rows, {cols.size} cols and {weights.size} weights differ in length")
     flow = np.zeros(rows.size)
     keep = np.flatnonzero(weights > 0)
     if keep.size == 0:
@@ -345,11 +348,7 @@ def tied_max_credit(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, row
     Edge i joins masked record ``rows[i]`` and original ``cols[i]`` with weight ``weights[i]``; records without
     an edge earn nothing. Equal weights come from equal agreement patterns, so they compare exactly.
     """
-    rows = np.asarray(rows, dtype=np.int64).reshape(-1)
-    cols = np.asarray(cols, dtype=np.int64).reshape(-1)
-    weights = np.asarray(weights, dtype=np.float64).reshape(-1)
-    if not rows.size == cols.size == weights.size:
-        raise ValueError(f"{rows.size} rows, {cols.size} cols and {weights.size} weights differ in length")
+    rows, cols, weights = _edge_arrays(rows, cols, weights)
     if rows.size == 0:
         return 0.0
     best = np.full(int(rows.max()) + 1, -np.inf)

@@ -33,3 +33,10 @@ def scope_rows(table: pd.DataFrame, strata: str | None) -> dict:
         return {None: table}
     return {label: rows.drop(columns=strata).reset_index(drop=True)
             for label, rows in table.groupby(strata, sort=True, observed=True)}
+
+
+def sorted_categories(ddf: dd.DataFrame, variables: list[str]) -> dict[str, list]:
+    """{variable: its distinct non-missing values, sorted} for the given columns, in one computation (the order of
+    an ordinal variable whose categories were not declared)."""
+    found = dask.compute(*[ddf[v].dropna().unique() for v in variables])
+    return {v: sorted(values.tolist()) for v, values in zip(variables, found)}
