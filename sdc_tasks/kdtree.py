@@ -71,7 +71,7 @@ def _select(perm, lo, hi, kth, points, axis):
 
 
 @numba.njit(cache=True)
-def _build(points, leaf_size):
+def build_nodes(points, leaf_size):
     """The node arrays of the k-d tree of ``points`` (median splits by selection, O(n log n) in all; the same tree
     for the same points)."""
     n, d = points.shape
@@ -119,7 +119,7 @@ def _build(points, leaf_size):
 def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
     """The k-d tree of ``points`` (n, d); deterministic for given points."""
     points = np.ascontiguousarray(points, dtype=np.float64).reshape(len(points), -1)
-    return KdTree(points, *_build(points, leaf_size))
+    return KdTree(points, *build_nodes(points, leaf_size))
 
 
 def tree_arrays(tree: KdTree) -> tuple:
@@ -139,7 +139,7 @@ def squared_distance(a, points, i):
 
 
 @numba.njit(cache=True)
-def _box_bound(q, lo, hi, node):
+def box_bound(q, lo, hi, node):
     """Squared distance from ``q`` to the bounding box of ``node``, summed left to right as squared_distance sums,
     so it never exceeds the computed squared distance of any point of the node (each term rounds no larger)."""
     s = 0.0
@@ -168,7 +168,7 @@ def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right, l
     while top > 0:
         top -= 1
         node = nodes[top]
-        if _box_bound(q, lo, hi, node) > best:
+        if box_bound(q, lo, hi, node) > best:
             continue
         axis = dim[node]
         if axis < 0:
@@ -205,7 +205,7 @@ def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop,
         while top > 0 and c < cap:
             top -= 1
             node = nodes[top]
-            if _box_bound(q, lo, hi, node) > r2:
+            if box_bound(q, lo, hi, node) > r2:
                 continue
             axis = dim[node]
             if axis < 0:

@@ -11,6 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_tasks.masking.mdav import (
+    _scan_labels,
+    _tree_labels,
     attribute_groups,
     group_means,
     mdav_groups,
@@ -178,3 +180,14 @@ def test_zero_scale_column_counts_as_one():
     out = microaggregate_block(x, 3, np.array([0.0, 4.0]), np.array([1.0, 0.0]))
     np.testing.assert_array_equal(out[:, 1], np.full(9, 4.0))
     np.testing.assert_allclose(out[:, 0], [1, 1, 1, 4, 4, 4, 7, 7, 7])
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 5), extra=st.integers(0, 150), p=st.integers(1, 8),
+       tied=st.booleans())
+def test_tree_and_scan_searches_give_the_reference_labels(seed, k, extra, p, tied):
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 4, size=(k + extra, p)).astype(float) if tied else rng.standard_normal((k + extra, p))
+    expected = reference_mdav(z, k)
+    np.testing.assert_array_equal(_tree_labels(z, k), expected)
+    np.testing.assert_array_equal(_scan_labels(z, k), expected)

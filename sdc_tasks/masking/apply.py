@@ -83,11 +83,11 @@ class BlockPlan:
     levels: int = 2
 
 
-def _work_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,
-                codes: dict, center: np.ndarray, scale: np.ndarray, axes: np.ndarray) -> pd.DataFrame:
-    """Per record: id, position, stratum code (the first grouping), scores on the principal axes, the variables."""
-    x = part[variables].to_numpy(dtype=np.float64)
-    z = (x - center) / np.where(scale > 0, scale, 1.0)
+def _key_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,
+               codes: dict, center: np.ndarray, scale: np.ndarray, axes: np.ndarray) -> pd.DataFrame:
+    """Per record, what the levels sort: id, position, stratum code (the first grouping) and scores on the
+    principal axes; the variables stay behind until the records move to their blocks."""
+    z = (part[variables].to_numpy(dtype=np.float64) - center) / np.where(scale > 0, scale, 1.0)
     scores = z @ axes
     out = pd.DataFrame({
         id_col: part[id_col].to_numpy(),
@@ -96,25 +96,68 @@ def _work_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: s
     })
     for a in range(axes.shape[1]):
         out[f"{B.PROJ_COL}{a}"] = scores[:, a]
-    for j, v in enumerate(variables):
-        out[v] = x[:, j]
     return out
 
 
-def _regrouped(part: pd.DataFrame, offset: int, sizes: np.ndarray, parts: np.ndarray, unit: int) -> pd.DataFrame:
-    """Replace each record's group by its part, from its global rank ``offset + row`` in sorted order."""
-    rank = np.arange(offset, offset + len(part), dtype=np.int64)
+def _with_blocks(part: pd.DataFrame, blocks: pd.DataFrame, offset: int, variables: list[str],
+                 id_col: str) -> pd.DataFrame:
+    """One input partition's id, position, block and scores (from ``blocks``, its rows in position order) and
+    variables."""
+    if len(blocks) != len(part):
+        raise RuntimeError(f"block stage: a partition of {len(part)} records got {len(blocks)} block numbers")
+    out = pd.DataFrame({
+        id_col: part[id_col].to_numpy(),
+        B.POS_COL: np.arange(offset, offset + len(part), dtype=np.int64),
+        B.BLOCK_COL: blocks[B.BLOCK_COL].to_numpy(dtype=np.int64),
+    })
+    for c in blocks.columns.drop([B.POS_COL, B.BLOCK_COL]):
+        out[c] = blocks[c].to_numpy()
+    for v in variables:
+        out[v] = part[v].to_numpy(dtype=np.float64)
+    return out
+
+
+def _block_column(part: pd.DataFrame) -> pd.DataFrame:
+    """The block number back from the index to a column."""
+    return part.reset_index()
+
+
+def in_input_order(frame: dd.DataFrame, lengths: list[int]) -> tuple[list, dd.DataFrame]:
+    """Delayed pieces of ``frame`` (keyed by ``_pos``) holding the rows of each input partition of ``lengths``, in
+    position order, and the persisted sort they are cut from (keep it until the pieces are computed)."""
+    by_pos = frame.sort_values(B.POS_COL).persist()
+    offsets = [int(o) for o in B.offsets_of(lengths)]
+    return B.cut_rows(by_pos.to_delayed(), B.partition_lengths(by_pos), offsets), by_pos
+
+
+def _group_counts(part: pd.DataFrame, groups: int) -> np.ndarray:
+    """Records of each group in one partition."""
+    return np.bincount(part[B.BLOCK_COL].to_numpy(), minlength=groups).reshape(1, groups)
+
+
+def _regrouped(part: pd.DataFrame, first_rank: np.ndarray, sizes: np.ndarray, parts: np.ndarray,
+               unit: int) -> pd.DataFrame:
+    """Replace each record's group by its part, from its global rank in (group, key, id) order: the rank of the
+    group's first record in this partition (``first_rank``) plus its place among the group's records here."""
+    group = part[B.BLOCK_COL].to_numpy()
+    rank = first_rank[group] + pd.Series(group).groupby(group).cumcount().to_numpy()
     out = part.copy()
-    out[B.BLOCK_COL] = B.part_of_rank(rank, part[B.BLOCK_COL].to_numpy(), sizes, parts, unit)
+    out[B.BLOCK_COL] = B.part_of_rank(rank, group, sizes, parts, unit)
     return out
 
 
 def _split_level(frame: dd.DataFrame, key: str, id_col: str, sizes: np.ndarray, parts: np.ndarray, unit: int):
-    """Sort by (group, key, id) and cut every group into ``parts`` by rank; returns (frame, persisted sort)."""
-    by = [B.BLOCK_COL, key] if key == id_col else [B.BLOCK_COL, key, id_col]
-    ordered = frame.sort_values(by).persist()
-    offsets = B.offsets_of(B.partition_lengths(ordered))
-    pieces = [dask.delayed(_regrouped)(part, int(offsets[i]), sizes, parts, unit)
+    """Cut every group into ``parts`` by rank on (key, id); returns (frame, persisted sort).
+
+    The records are sorted on (key, id) across groups, a sort Dask range-partitions on the key (a sort led by the
+    group would put a whole group, or the whole file, in one partition); each record's rank within its group
+    comes from the group counts of the partitions before its own."""
+    ordered = frame.sort_values([key] if key == id_col else [key, id_col]).persist()
+    counts = np.concatenate(dask.compute(*[dask.delayed(_group_counts)(part, len(sizes))
+                                           for part in ordered.to_delayed()]))
+    group_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    first_rank = group_start + np.cumsum(counts, axis=0) - counts
+    pieces = [dask.delayed(_regrouped)(part, first_rank[i], sizes, parts, unit)
               for i, part in enumerate(ordered.to_delayed())]
     return dd.from_delayed(pieces, meta=ordered._meta, verify_meta=False), ordered
 
@@ -134,32 +177,41 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     plan's first key (ties by id) and cut by rank into slabs, each slab sorted on the next key and cut
     again, the last level into blocks of >= block_size records made of whole ``unit``s (sizes within a
     parent differ by at most one unit). Partitions hold whole blocks. Nothing depends on the worker or
-    partition count."""
-    offsets = B.offsets_of(B.partition_lengths(ddf))
+    partition count.
+
+    Only the sort keys go through the levels' sorts; the records themselves move once, to the partition of
+    their block (a shuffle on the block number with the partition boundaries known in advance)."""
+    lengths = B.partition_lengths(ddf)
+    offsets = B.offsets_of(lengths)
     labels = stratum_labels(ddf, ctx.strata)
     codes = {lab: i for i, lab in enumerate(labels)}
     m = moments_graph(ddf, variables).compute()
     axes = _axes(m, plan, len(variables))
     args = (variables, ctx.id_column, ctx.strata, codes, settled(m.mean), settled(m.sd), axes)
-    work_parts = [dask.delayed(_work_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
-    frame = dd.from_delayed(work_parts, meta=_work_frame(ddf._meta, 0, *args), verify_meta=False)
+    key_parts = [dask.delayed(_key_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
+    frame = dd.from_delayed(key_parts, meta=_key_frame(ddf._meta, 0, *args), verify_meta=False)
     sizes = np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
     too_small = [str(labels[i]) for i, n in enumerate(sizes) if n < max(k, unit)]
     if too_small:
         raise ValueError(f"k = {k} but stratum {too_small[0]!r} has fewer than k records")
-    keys = [f"{B.PROJ_COL}{a}" for a in range(axes.shape[1])] or [ctx.id_column]
+    scores = [f"{B.PROJ_COL}{a}" for a in range(axes.shape[1])]
+    keys = scores or [ctx.id_column]
     pinned = []
     for level, key in enumerate(keys):
         parts = B.fanout(sizes, block_size, len(keys) - level, unit)
         frame, ordered = _split_level(frame, key, ctx.id_column, sizes, parts, unit)
         pinned.append(ordered)
         sizes = B.split_sizes(sizes, parts, unit)
-    frame = frame.persist()
-    pinned.append(frame)
+    pieces, by_pos = in_input_order(frame[[B.POS_COL, B.BLOCK_COL, *scores]], lengths)
+    pinned.append(by_pos)
+    records = [dask.delayed(_with_blocks)(part, piece, int(offsets[i]), variables, ctx.id_column)
+               for i, (part, piece) in enumerate(zip(ddf.to_delayed(), pieces))]
+    meta = _with_blocks(ddf._meta, by_pos._meta, 0, variables, ctx.id_column)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, TARGET_PARTITION_ROWS))
-    aligned = B.cut_rows(frame.to_delayed(), B.partition_lengths(frame), cuts)
-    return Staged(dd.from_delayed(aligned, meta=frame._meta, verify_meta=False), len(sizes), tuple(pinned))
+    divisions = [int(b) for b in np.searchsorted(starts, cuts[:-1])] + [len(sizes) - 1]
+    moved = dd.from_delayed(records, meta=meta, verify_meta=False).set_index(B.BLOCK_COL, divisions=divisions)
+    return Staged(moved.map_partitions(_block_column, meta=_block_column(moved._meta)), len(sizes), tuple(pinned))
 
 
 # ---- mask stage: three shapes of kernel ----
@@ -357,8 +409,7 @@ def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[st
     if _aligned(masked, lengths, offsets):
         back = masked.to_delayed()
     else:
-        by_pos = masked.sort_values(B.POS_COL).persist()
-        back = B.cut_rows(by_pos.to_delayed(), B.partition_lengths(by_pos), offsets)
+        back, by_pos = in_input_order(masked, lengths)
         pinned = (by_pos,)
     dtypes = {v: masked._meta[v].dtype for v in variables}
     parts = [dask.delayed(_assign_columns)(part, piece, dtypes) for part, piece in zip(source.to_delayed(), back)]

@@ -1,0 +1,165 @@
+"""A k-d tree over a shrinking set of points: the farthest and the k nearest of the points still remaining.
+
+MDAV (statistical_databases_survey.txt, Microaggregation (MDAV), steps 1-5) asks, again and again, for the
+remaining record most distant from a vector and for the k-1 remaining records closest to a record, then removes a
+group of k records. A linear scan per question costs O(b^2 / k) distance computations for a block of b records;
+searching a k-d tree whose node counts and bounding boxes follow the removals answers each question in about
+O(log b) leaves for few attributes, with the same answers.
+
+Exactness: bounds are summed coordinate by coordinate in the order ``kdtree.squared_distance`` sums, each term
+rounding no further than the point's own term, so a box is pruned only when none of its points can beat (or tie
+with) the best found; ties are broken to the lowest point index, as a scan in index order breaks them.
+"""
+
+from __future__ import annotations
+
+import numba
+import numpy as np
+
+from sdc_tasks.kdtree import STACK_DEPTH, build_nodes, squared_distance
+from sdc_tasks.kdtree import box_bound as near_bound
+
+
+@numba.njit(cache=True)
+def _parents(left, right):
+    """Parent of each node (-1 for the root)."""
+    parent = np.full(left.shape[0], -1, dtype=np.int64)
+    for node in range(left.shape[0]):
+        if left[node] >= 0:
+            parent[left[node]] = node
+            parent[right[node]] = node
+    return parent
+
+
+@numba.njit(cache=True)
+def _leaves_of(n, perm, start, stop, left):
+    """The leaf holding each point."""
+    leaf = np.empty(n, dtype=np.int64)
+    for node in range(left.shape[0]):
+        if left[node] < 0:
+            for a in range(start[node], stop[node]):
+                leaf[perm[a]] = node
+    return leaf
+
+
+@numba.njit(cache=True)
+def _far_bound(q, lo, hi, node):
+    """Largest squared distance from ``q`` to a point of ``node``'s box, summed left to right: never below the
+    computed squared distance of a point in the box (each term rounds no smaller)."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        gap = max(abs(lo[node, j] - q[j]), abs(hi[node, j] - q[j]))
+        s += gap * gap
+    return s
+
+
+@numba.njit(cache=True)
+def _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi):
+    """Shrink ``node``'s box to its remaining points (a leaf) or to its non-empty children's boxes."""
+    for j in range(points.shape[1]):
+        lo[node, j] = np.inf
+        hi[node, j] = -np.inf
+    if left[node] < 0:
+        for a in range(start[node], stop[node]):
+            i = perm[a]
+            if alive[i]:
+                for j in range(points.shape[1]):
+                    lo[node, j] = min(lo[node, j], points[i, j])
+                    hi[node, j] = max(hi[node, j], points[i, j])
+        return
+    for child in (left[node], right[node]):
+        if count[child] > 0:
+            for j in range(points.shape[1]):
+                lo[node, j] = min(lo[node, j], lo[child, j])
+                hi[node, j] = max(hi[node, j], hi[child, j])
+
+
+@numba.njit(cache=True)
+def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive, count, lo, hi):
+    """Remove point ``i``: counts on its path drop by one and the boxes on it shrink to what remains."""
+    alive[i] = False
+    node = leaf[i]
+    while node >= 0:
+        count[node] -= 1
+        _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi)
+        node = parent[node]
+
+
+@numba.njit(cache=True)
+def farthest_point(q, points, perm, start, stop, left, right, alive, count, lo, hi):
+    """Index of the remaining point most distant from ``q`` (squared Euclidean), the lowest index among equally
+    distant ones; -1 when none remains."""
+    best, best_i = -1.0, -1
+    nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
+    top = 1
+    while top > 0:
+        top -= 1
+        node = nodes[top]
+        if count[node] == 0 or _far_bound(q, lo, hi, node) < best:
+            continue
+        if left[node] < 0:
+            for a in range(start[node], stop[node]):
+                i = perm[a]
+                if alive[i]:
+                    dist = squared_distance(q, points, i)
+                    if dist > best or (dist == best and i < best_i):
+                        best, best_i = dist, i
+            continue
+        a, b = left[node], right[node]
+        if _far_bound(q, lo, hi, a) < _far_bound(q, lo, hi, b):
+            a, b = b, a
+        nodes[top], nodes[top + 1] = b, a
+        top += 2
+    return best_i
+
+
+@numba.njit(cache=True)
+def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, count, lo, hi):
+    """The ``kk`` remaining points other than ``c`` nearest to point ``c``, in (squared distance, index) order,
+    into ``out[:kk]`` (fewer when fewer remain: returns how many)."""
+    if kk <= 0:
+        return 0
+    q = points[c]
+    dist_of = np.empty(kk)
+    filled = 0
+    nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
+    top = 1
+    while top > 0:
+        top -= 1
+        node = nodes[top]
+        if count[node] == 0 or (filled == kk and near_bound(q, lo, hi, node) > dist_of[kk - 1]):
+            continue
+        if left[node] < 0:
+            for a in range(start[node], stop[node]):
+                i = perm[a]
+                if not alive[i] or i == c:
+                    continue
+                dist = squared_distance(q, points, i)
+                if filled == kk and (dist > dist_of[kk - 1] or (dist == dist_of[kk - 1] and i > out[kk - 1])):
+                    continue
+                pos = filled if filled < kk else kk - 1
+                while pos > 0 and (dist_of[pos - 1] > dist or (dist_of[pos - 1] == dist and out[pos - 1] > i)):
+                    dist_of[pos], out[pos] = dist_of[pos - 1], out[pos - 1]
+                    pos -= 1
+                dist_of[pos], out[pos] = dist, i
+                if filled < kk:
+                    filled += 1
+            continue
+        a, b = left[node], right[node]
+        if near_bound(q, lo, hi, a) > near_bound(q, lo, hi, b):
+            a, b = b, a
+        nodes[top], nodes[top + 1] = b, a
+        top += 2
+    return filled
+
+
+@numba.njit(cache=True)
+def remaining_tree(points, leaf_size):
+    """The arrays of a tree over all of ``points`` (every point remaining): perm, start, stop, left, right, parent,
+    leaf of each point, alive flags, node counts and the (mutable) node boxes lo, hi."""
+    perm, start, stop, dim, split, left, right, lo, hi = build_nodes(points, leaf_size)
+    count = (stop - start).astype(np.int64)
+    alive = np.ones(points.shape[0], dtype=np.bool_)
+    return (perm, start, stop, left, right, _parents(left, right), _leaves_of(points.shape[0], perm, start, stop, left),
+            alive, count, lo, hi)
+

@@ -1,0 +1,50 @@
+"""The k-d tree over a shrinking set of points against brute force: after any removals, the farthest remaining
+point from a vector and the nearest remaining points to a point, ties to the lowest index."""
+
+from __future__ import annotations
+
+import numpy as np
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdc_tasks.remaining_tree import farthest_point, nearest_points, remaining_tree, remove_point
+
+
+def _brute_order(d: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Rows in (distance, index) order."""
+    return rows[np.lexsort((rows, d))]
+
+
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 300), p=st.integers(1, 5), tied=st.booleans(),
+       removed=st.floats(0.0, 0.95), kk=st.integers(1, 6), leaf=st.sampled_from([1, 4, 16]))
+def test_searches_match_brute_force_after_removals(seed, n, p, tied, removed, kk, leaf):
+    rng = np.random.default_rng(seed)
+    z = rng.integers(0, 3, size=(n, p)).astype(float) if tied else rng.standard_normal((n, p))
+    perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, leaf)
+    for i in rng.permutation(n)[: int(removed * (n - 1))]:
+        remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
+    rows = np.flatnonzero(alive)
+    assert count[0] == len(rows)
+    q = rng.standard_normal(p) if not tied else rng.integers(0, 3, size=p).astype(float)
+    d = ((z[rows] - q) ** 2).sum(axis=1)
+    far = rows[np.lexsort((rows, -d))][0]
+    assert farthest_point(q, z, perm, start, stop, left, right, alive, count, lo, hi) == far
+    c = rows[rng.integers(len(rows))]
+    others = rows[rows != c]
+    want = _brute_order(((z[others] - z[c]) ** 2).sum(axis=1), others)[:kk]
+    out = np.empty(kk, dtype=np.int64)
+    got = nearest_points(c, kk, out, z, perm, start, stop, left, right, alive, count, lo, hi)
+    assert got == len(want)
+    np.testing.assert_array_equal(out[:got], want)
+
+
+def test_removing_every_point_empties_the_tree():
+    z = np.arange(40, dtype=float).reshape(20, 2)
+    perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, 4)
+    for i in range(19):
+        remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
+    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == 19
+    remove_point(19, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
+    assert count[0] == 0
+    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == -1
