@@ -74,16 +74,13 @@ def _sorted_column(parts: list[pd.Series]) -> np.ndarray:
     return np.sort(pd.concat(parts, ignore_index=True).to_numpy(np.float64), kind="stable")
 
 
-def _partition_intervals(part: pd.DataFrame, sorted_cols: list[np.ndarray], variables: list[str],
-                         sds: np.ndarray) -> np.ndarray:
-    """Interval-disclosure hits of one paired partition: rows ID_1..ID_10 then SDID, summed over variables."""
-    out = np.zeros(len(ID_PERCENTS) + 1, dtype=np.int64)
-    for v, s, sd in zip(variables, sorted_cols, sds):
-        x = part[v].to_numpy(np.float64)
-        xm = part[v + MASKED_SUFFIX].to_numpy(np.float64)
-        out[:-1] += interval_hits(s, x, xm)
-        out[-1] += sdid_hits(x, xm, sd)
-    return out
+def _column_intervals(pieces: list[pd.DataFrame], orig_parts: list[pd.Series], var: str, sd: float) -> np.ndarray:
+    """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
+    original and masked values gathered on one worker: one sort of each column for the whole file."""
+    pairs = pd.concat(pieces, ignore_index=True)
+    x = pairs[var].to_numpy(np.float64)
+    xm = pairs[var + MASKED_SUFFIX].to_numpy(np.float64)
+    return np.append(interval_hits(_sorted_column(orig_parts), x, xm), sdid_hits(x, xm, sd))
 
 
 def _partition_cells(part: pd.DataFrame, variables: list[str], sd: np.ndarray) -> tuple[CellSums, CellErrors]:
@@ -319,8 +316,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         if "il" in families and use_id:
             tasks["ranks"] = tree_merge([dask.delayed(_column_rank_errors)(c) for c in columns], _concat_errors)
     if "id" in families and use_id:
-        sorted_cols = [dask.delayed(_sorted_column)(original[v].to_delayed()) for v in variables]
-        hits = [dask.delayed(_partition_intervals)(p, sorted_cols, variables, sd[vi]) for p in pair_parts]
+        hits = [dask.delayed(_column_intervals)(pairs[[v, v + MASKED_SUFFIX]].to_delayed(), original[v].to_delayed(),
+                                                v, sd[i]) for v, i in zip(variables, vi)]
         tasks["hits"] = tree_merge(hits, _add)
     results = dict(zip(tasks, dask.compute(*tasks.values()))) if tasks else {}
     if "dld" in families and key_vars and use_id:

@@ -6,6 +6,7 @@ and sec. 4 (Disclosure Risk Assessment); post_masking_optimization.txt eq. (2); 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 from sdc_tasks.kdtree import KdTree, capped_counts
@@ -68,6 +69,21 @@ def linkage_counts(tree: KdTree | None, q: np.ndarray, d_own: np.ndarray) -> tup
     return capped_counts(tree, q, d_own, search_radius(d_own), TIE_RTOL, 2)
 
 
+@numba.njit(cache=True)
+def _window_hits(sorted_orig, x, r, halves):
+    """For each half-width h: how many x[i] lie within sorted_orig[r[i] - h] .. sorted_orig[r[i] + h] (indices
+    clipped to the column); with r sorted, each pass reads the column forwards."""
+    n = sorted_orig.shape[0]
+    hits = np.zeros(halves.shape[0], dtype=np.int64)
+    for j in range(halves.shape[0]):
+        for i in range(x.shape[0]):
+            lo = sorted_orig[max(r[i] - halves[j], 0)]
+            hi = sorted_orig[min(r[i] + halves[j], n - 1)]
+            if lo <= x[i] <= hi:
+                hits[j] += 1
+    return hits
+
+
 def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
                   percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
     """Number of original values inside the rank interval around their masked value, for each p.
@@ -77,15 +93,10 @@ def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
     """
     n = sorted_orig.shape[0]
     order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
-    x, xm = x[order], xm[order]
+    x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
     r = np.minimum(np.searchsorted(sorted_orig, xm, side="left"), n - 1)
-    hits = np.empty(len(percents), dtype=np.int64)
-    for i, p in enumerate(percents):
-        half = (p * n) // 100
-        lo = sorted_orig[np.maximum(r - half, 0)]
-        hi = sorted_orig[np.minimum(r + half, n - 1)]
-        hits[i] = int(((lo <= x) & (x <= hi)).sum())
-    return hits
+    halves = np.array([(p * n) // 100 for p in percents], dtype=np.int64)
+    return _window_hits(np.ascontiguousarray(sorted_orig, dtype=np.float64), x, r.astype(np.int64), halves)
 
 
 def sdid_hits(x: np.ndarray, xm: np.ndarray, sd: float, k: float = 0.05) -> int:
