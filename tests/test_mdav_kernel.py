@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from sdc_tasks.masking.mdav import (
@@ -183,11 +183,17 @@ def test_zero_scale_column_counts_as_one():
 
 
 @settings(max_examples=40, deadline=None)
-@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 5), extra=st.integers(0, 150), p=st.integers(1, 8),
+@given(seed=st.integers(0, 2**32 - 1), k=st.integers(1, 5), extra=st.integers(0, 150), p=st.integers(1, 7),
        tied=st.booleans())
 def test_tree_and_scan_searches_give_the_reference_labels(seed, k, extra, p, tied):
+    # p <= 7: numpy sums 8 or more squared differences pairwise, so the reference's own rounding would decide
+    # exact ties (e.g. the last two records around their average) differently from a left-to-right sum. Untied
+    # data with k = 1 end on such a tie, whose side the tree's running sums may round differently (see
+    # _tree_labels): compared for k >= 2 only (the mdav method needs k >= 2).
+    assume(tied or k >= 2)
     rng = np.random.default_rng(seed)
     z = rng.integers(0, 4, size=(k + extra, p)).astype(float) if tied else rng.standard_normal((k + extra, p))
     expected = reference_mdav(z, k)
     np.testing.assert_array_equal(_tree_labels(z, k), expected)
     np.testing.assert_array_equal(_scan_labels(z, k), expected)
+

@@ -189,7 +189,11 @@ def _tree_labels(z, k):
 
     The remaining records live in a k-d tree that follows the removals (sdc_tasks.remaining_tree). The average
     record is kept from column sums updated at each removal and summed afresh from the remaining rows whenever
-    their number has halved, so rounding stays that of a sum over at most twice the records averaged.
+    their number has halved, so rounding stays that of a sum over at most twice the records averaged. Where sums
+    are exact (integer-valued data) the groups are the scan's; elsewhere the average can differ from the scan's
+    fresh sum in its last bits, so an exact tie of distances to it may be broken differently (summing afresh
+    at every step would make the tree barely faster than the scan: 0.115 s instead of 0.058 s for 12,000
+    records of 3 attributes).
     """
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
