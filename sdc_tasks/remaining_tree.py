@@ -114,6 +114,20 @@ def farthest_point(q, points, perm, start, stop, left, right, alive, count, lo, 
 
 
 @numba.njit(cache=True)
+def insert_nearest(dist, i, dist_of, out, filled, kk):
+    """Put candidate ``i`` at squared distance ``dist`` into the buffer of the ``kk`` nearest so far (``out`` and
+    ``dist_of``, ``filled`` of them, in (distance, index) order); returns the new number held."""
+    if filled == kk and (dist > dist_of[kk - 1] or (dist == dist_of[kk - 1] and i > out[kk - 1])):
+        return filled
+    pos = filled if filled < kk else kk - 1
+    while pos > 0 and (dist_of[pos - 1] > dist or (dist_of[pos - 1] == dist and out[pos - 1] > i)):
+        dist_of[pos], out[pos] = dist_of[pos - 1], out[pos - 1]
+        pos -= 1
+    dist_of[pos], out[pos] = dist, i
+    return filled + 1 if filled < kk else filled
+
+
+@numba.njit(cache=True)
 def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, count, lo, hi):
     """The ``kk`` remaining points other than ``c`` nearest to point ``c``, in (squared distance, index) order,
     into ``out[:kk]`` (fewer when fewer remain: returns how many)."""
@@ -134,16 +148,7 @@ def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, co
                 i = perm[a]
                 if not alive[i] or i == c:
                     continue
-                dist = squared_distance(q, points, i)
-                if filled == kk and (dist > dist_of[kk - 1] or (dist == dist_of[kk - 1] and i > out[kk - 1])):
-                    continue
-                pos = filled if filled < kk else kk - 1
-                while pos > 0 and (dist_of[pos - 1] > dist or (dist_of[pos - 1] == dist and out[pos - 1] > i)):
-                    dist_of[pos], out[pos] = dist_of[pos - 1], out[pos - 1]
-                    pos -= 1
-                dist_of[pos], out[pos] = dist, i
-                if filled < kk:
-                    filled += 1
+                filled = insert_nearest(squared_distance(q, points, i), i, dist_of, out, filled, kk)
             continue
         a, b = left[node], right[node]
         if near_bound(q, lo, hi, a) > near_bound(q, lo, hi, b):
