@@ -21,7 +21,7 @@ from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES, categorical_measu
 from sdc_tasks.io import InputError, add_row_ids
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
-from sdc_tasks.metrics.pil import pil_measures
+from sdc_tasks.metrics.pil import pil_measures, quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
 from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, linkage_graph,
                               probabilistic_linkage_graph, published_linkage_graph,
@@ -69,18 +69,21 @@ def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables:
     return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
 
 
-def _sorted_column(parts: list[pd.Series]) -> np.ndarray:
-    """One original column, sorted (exact; one column at a time on one worker)."""
-    return np.sort(pd.concat(parts, ignore_index=True).to_numpy(np.float64), kind="stable")
+def _gathered(parts: list[pd.DataFrame], column: str, dtype=None) -> np.ndarray:
+    """One column of all partitions as one array (partitions are passed whole and read in place: a column
+    selection per partition would be a copy, held until the gathering task runs)."""
+    return np.concatenate([p[column].to_numpy(dtype) for p in parts])
 
 
-def _column_intervals(pieces: list[pd.DataFrame], orig_parts: list[pd.Series], var: str, sd: float) -> np.ndarray:
+def _column_intervals(pair_parts: list[pd.DataFrame], orig_parts: list[pd.DataFrame] | None, var: str,
+                      sd: float) -> np.ndarray:
     """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
-    original and masked values gathered on one worker: one sort of each column for the whole file."""
-    pairs = pd.concat(pieces, ignore_index=True)
-    x = pairs[var].to_numpy(np.float64)
-    xm = pairs[var + MASKED_SUFFIX].to_numpy(np.float64)
-    return np.append(interval_hits(_sorted_column(orig_parts), x, xm), sdid_hits(x, xm, sd))
+    original and masked values gathered on one worker: one sort of the original column for the whole file
+    (``orig_parts``: the original file's partitions, None when the pairs hold every original record)."""
+    x = _gathered(pair_parts, var, np.float64)
+    xm = _gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    orig = x if orig_parts is None else _gathered(orig_parts, var, np.float64)
+    return np.append(interval_hits(np.sort(orig), x, xm), sdid_hits(x, xm, sd))
 
 
 def _partition_cells(part: pd.DataFrame, variables: list[str], sd: np.ndarray) -> tuple[CellSums, CellErrors]:
@@ -97,31 +100,31 @@ def _add(a, b):
     return a + b
 
 
-def _column_pair(orig_parts: list[pd.DataFrame], masked_parts: list[pd.DataFrame], var: str,
-                 id_col: str) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """One variable of both files, gathered on one worker: (original values, ids, masked values, ids)."""
-    o = pd.concat(orig_parts, ignore_index=True)
-    m = pd.concat(masked_parts, ignore_index=True)
-    return (o[var].to_numpy(np.float64), o[id_col].to_numpy(), m[var].to_numpy(np.float64), m[id_col].to_numpy())
+def _column_losses(pair_parts: list[pd.DataFrame], files: tuple[list, list] | None, var: str, id_col: str,
+                   quantiles: bool, rank_loss: bool) -> tuple:
+    """(pil(Q_q) terms or None, rank errors or None) of one variable, its values gathered on one worker and
+    dropped once these few numbers are taken (one variable at a time per worker thread). ``files``: the original
+    and the masked file's partitions with the variable, None when the pairs hold every record of both.
+
+    pil(Q_q): exact quantiles of the sorted original and masked columns (pil_measures.txt sec. 4.3-5,
+    :func:`quantile_pil`). Rank errors: the paired records' original and masked values each ranked 1..n' among
+    themselves, ties by id (bounded_rank_metrics.txt sec. 2 compares two permutations of 1..n')."""
+    paired = None
+    if rank_loss or files is None:
+        paired = _gathered(pair_parts, var, np.float64), _gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    terms = None
+    if quantiles:
+        xo, xm = paired if files is None else tuple(_gathered(f, var, np.float64) for f in files)
+        terms = quantile_pil(np.sort(xo), np.sort(xm))
+    if not rank_loss:
+        return terms, None
+    ids = _gathered(pair_parts, id_col)
+    return terms, rank_errors(ranks(paired[0], ids)[:, None], ranks(paired[1], ids)[:, None])
 
 
-def _sorted_pair(column_pair) -> tuple[np.ndarray, np.ndarray]:
-    """Both files' values of one variable, each sorted (exact quantiles; pil_measures.txt sec. 5)."""
-    xo, _, xm, _ = column_pair
-    return np.sort(xo, kind="stable"), np.sort(xm, kind="stable")
-
-
-def _column_rank_errors(column_pair) -> RankErrors:
-    """Rank errors of one variable between records with the same id (ties by id; bounded_rank_metrics.txt)."""
-    xo, io, xm, im = column_pair
-    ro = ranks(xo, io)[np.argsort(io, kind="stable")]
-    rm = ranks(xm, im)[np.argsort(im, kind="stable")]
-    return rank_errors(ro[:, None], rm[:, None])
-
-
-def _concat_errors(a: RankErrors, b: RankErrors) -> RankErrors:
-    """Rank errors of two disjoint sets of attributes side by side."""
-    return RankErrors(a.abs_sum + b.abs_sum, a.sq_sum + b.sq_sum, a.count + b.count)
+def _concat_errors(errors: list[RankErrors]) -> RankErrors:
+    """Rank errors of disjoint sets of attributes side by side."""
+    return RankErrors(*(sum((getattr(e, f) for e in errors), ()) for f in ("abs_sum", "sq_sum", "count")))
 
 
 def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],
@@ -175,10 +178,10 @@ def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
     return np.array([dask.compute(graph(pair_parts, sizes, i + 1))[0] for i in range(len(key_vars))])
 
 
-def distance_linkage(original: dd.DataFrame, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
+def distance_linkage(orig_parts: list, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
                      center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
-    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (METRICS.md DLD_i)."""
-    orig_parts = original[[id_col, *key_vars]].to_delayed()
+    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (METRICS.md DLD_i);
+    ``orig_parts``: delayed partitions of the original file with the id and key columns."""
     return _per_prefix(pairs, key_vars, lambda parts, sizes, i: linkage_graph(
         orig_parts, parts, sizes, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))
 
@@ -190,12 +193,12 @@ def published_distance_linkage(pairs: dd.DataFrame, id_col: str, key_vars: list[
         parts, sizes, id_col, key_vars[:i], cell_rows))
 
 
-def published_probabilistic_linkage(original: dd.DataFrame, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
+def published_probabilistic_linkage(orig_parts: list, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
                                     center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
     """Summed credits of probabilistic linkage as the published Table 1 was computed, for the first i key
     variables, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph; the chapter's sec. 4 averages
-    PLD over the number of key variables the intruder knows, as DLD)."""
-    orig_parts = original[[id_col, *key_vars]].to_delayed()
+    PLD over the number of key variables the intruder knows, as DLD); ``orig_parts`` as in
+    :func:`distance_linkage`."""
     return _per_prefix(pairs, key_vars, lambda parts, sizes, i: published_probabilistic_linkage_graph(
         orig_parts, parts, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))
 
@@ -304,33 +307,33 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     use_id = by_id is not None and matched == n_masked
     pairs = by_id if use_id else paired_nearest(original, masked, id_col, variables, mo.mean[vi], scale[vi]).persist()
     pair_parts = pairs.to_delayed()
+    # every original record paired: the persisted pairs stand for both files (no second read of either)
+    whole = use_id and matched == n == n_masked
+    orig_key_parts = pair_parts if whole else original[[id_col, *key_vars]].to_delayed()
     tasks: dict[str, object] = {}
     if "il" in families:
         flat_sd = effective_sd(mo.subset(vi))
         tasks["cells"] = tree_merge([dask.delayed(_partition_cells)(p, variables, flat_sd) for p in pair_parts], _add)
-    if ("pil" in families or ("il" in families and use_id)):
-        columns = [dask.delayed(_column_pair)(original[[id_col, v]].to_delayed(), masked[[id_col, v]].to_delayed(),
-                                              v, id_col) for v in variables]
-        if "pil" in families:
-            tasks["sorted"] = [dask.delayed(_sorted_pair)(c) for c in columns]
-        if "il" in families and use_id:
-            tasks["ranks"] = tree_merge([dask.delayed(_column_rank_errors)(c) for c in columns], _concat_errors)
+    if "pil" in families or ("il" in families and use_id):
+        tasks["columns"] = [dask.delayed(_column_losses)(
+            pair_parts, None if whole else (original[[v]].to_delayed(), masked[[v]].to_delayed()), v, id_col,
+            "pil" in families, "il" in families and use_id) for v in variables]
     if "id" in families and use_id:
-        hits = [dask.delayed(_column_intervals)(pairs[[v, v + MASKED_SUFFIX]].to_delayed(), original[v].to_delayed(),
-                                                v, sd[i]) for v, i in zip(variables, vi)]
+        hits = [dask.delayed(_column_intervals)(pair_parts, None if whole else original[[v]].to_delayed(), v, sd[i])
+                for v, i in zip(variables, vi)]
         tasks["hits"] = tree_merge(hits, _add)
     results = dict(zip(tasks, dask.compute(*tasks.values()))) if tasks else {}
     if "dld" in families and key_vars and use_id:
-        results["link"] = distance_linkage(original, pairs, id_col, key_vars, mo.mean[ki], scale[ki], n, cell_rows)
+        results["link"] = distance_linkage(orig_key_parts, pairs, id_col, key_vars, mo.mean[ki], scale[ki], n,
+                                           cell_rows)
     if "dld_published" in families and key_vars and use_id:
         results["published"] = published_distance_linkage(pairs, id_col, key_vars, cell_rows)
     if "pld_published" in families and key_vars and use_id:
-        results["pld_published"] = published_probabilistic_linkage(original, pairs, id_col, key_vars, mo.mean[ki],
-                                                                   scale[ki], n, pld_cell_rows)
+        results["pld_published"] = published_probabilistic_linkage(orig_key_parts, pairs, id_col, key_vars,
+                                                                   mo.mean[ki], scale[ki], n, pld_cell_rows)
     if "pld" in families and key_vars and use_id:
-        results["pld"] = probabilistic_linkage_graph(
-            original[[id_col, *key_vars]].to_delayed(), pairs.to_delayed(), id_col, key_vars, mo.mean[ki],
-            scale[ki], n, pld_cell_rows).compute()
+        results["pld"] = probabilistic_linkage_graph(orig_key_parts, pair_parts, id_col, key_vars, mo.mean[ki],
+                                                     scale[ki], n, pld_cell_rows).compute()
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "id" if use_id else "nearest"}
     mov, mmv = mo.subset(vi), mm.subset(vi)
@@ -338,10 +341,11 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         sums, errors = results["cells"]
         out.update(information_loss(sums, mov, mmv))
         out.update(matrix_measures(errors, mov, mmv))
-    if "ranks" in results:
-        out.update(bounded_rank_metrics(results["ranks"], n))
-    if "sorted" in results:
-        out.update(pil_measures(mov, mmv, results["sorted"]))
+    terms, rank_errs = zip(*results["columns"]) if "columns" in results else ((), ())
+    if "il" in families and use_id:
+        out.update(bounded_rank_metrics(_concat_errors(list(rank_errs)), n_masked))
+    if "pil" in families:
+        out.update(pil_measures(mov, mmv, list(terms)))
     if "link" in results:
         dld = 100.0 * results["link"] / n_masked
         for i in range(len(key_vars)):

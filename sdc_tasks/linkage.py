@@ -38,6 +38,7 @@ from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_
 from sdc_tasks.task_graph import TaskGraph, TaskRef
 
 DEFAULT_CELL_ROWS = 250_000
+ROUTE_ROWS = 1_000_000
 PLD_CELL_ROWS = 20_000
 SAMPLE_ROWS_PER_CELL = 4_000
 MASKED_SUFFIX = "__masked"
@@ -54,6 +55,21 @@ PLDPUB_CANDIDATES = 100
 def _standardized(part: pd.DataFrame, columns: list[str], center: np.ndarray, scale: np.ndarray) -> np.ndarray:
     """The given columns of a partition as float64 values standardized with the original's mean and sd."""
     return (part[columns].to_numpy(np.float64) - center) / scale
+
+
+def _joined(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
+    """The given columns of consecutive partitions as one frame (one routing task serves several partitions)."""
+    return pd.concat([p[columns] for p in parts], ignore_index=True)
+
+
+def chunked(refs: list, n: int) -> list[list]:
+    """Consecutive partitions grouped so that one group holds about ROUTE_ROWS of the ``n`` records (assuming
+    partitions of similar size). Every routing step moves one piece from each group to each cell, so the number
+    of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the task's
+    own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,400 tasks and about 6 s of pure
+    scheduling on the driver)."""
+    per = max(1, (ROUTE_ROWS * len(refs)) // max(n, 1))
+    return [refs[i:i + per] for i in range(0, len(refs), per)]
 
 
 def _by_cell(cell: np.ndarray, n_cells: int, *arrays: np.ndarray) -> tuple:
@@ -75,9 +91,10 @@ def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
     return split_tree(np.concatenate(samples), n_cells)
 
 
-def _route_originals(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
-                     tree: SplitTree, n_cells: int) -> tuple:
-    """One original partition cut by cell: a (ids, standardized key values) piece per cell."""
+def _route_originals(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
+                     scale: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
+    """A group of original partitions cut by cell: a (ids, standardized key values) piece per cell."""
+    part = _joined(parts, [id_col, *keys])
     points = _standardized(part, keys, center, scale)
     return _by_cell(tree.leaves_of(points), n_cells, part[id_col].to_numpy(), points)
 
@@ -87,28 +104,30 @@ def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
     return make_cell(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
 
 
-def _query_points(part: pd.DataFrame, keys: list[str], center: np.ndarray,
+def _query_points(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray,
                   scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The standardized masked key values of a paired partition and each record's distance to its own original."""
+    """The standardized masked key values of a group of paired partitions and each record's distance to its own
+    original."""
+    part = _joined(parts, [*keys, *(k + MASKED_SUFFIX for k in keys)])
     own = _standardized(part, keys, center, scale)
     q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
     return q, exact_distances(q, own)
 
 
-def _route_home(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
-                n_cells: int) -> tuple:
-    """First pass: every row of a paired partition to the cell holding its masked record, as (rows, masked key
-    values, distance to its own original) per cell."""
-    q, d_own = _query_points(part, keys, center, scale)
+def _route_home(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray, scale: np.ndarray,
+                tree: SplitTree, n_cells: int) -> tuple:
+    """First pass: every row of a group of paired partitions to the cell holding its masked record, as (rows,
+    masked key values, distance to its own original) per cell."""
+    q, d_own = _query_points(parts, keys, center, scale)
     return _by_cell(tree.leaves_of(q), n_cells, np.arange(len(q)), q, d_own)
 
 
-def _route_rest(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: np.ndarray, tree: SplitTree,
-                n_cells: int, home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
+def _route_rest(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray, scale: np.ndarray,
+                tree: SplitTree, n_cells: int, home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
     """Second pass: the rows still undecided after their home cell (fewer than two originals strictly nearer
     there: with two, the record is neither linked nor linked to 2nd nearest wherever the others lie) to every
     other cell their search ball meets, per cell as in :func:`_route_home`."""
-    q, d_own = _query_points(part, keys, center, scale)
+    q, d_own = _query_points(parts, keys, center, scale)
     closer = np.zeros(len(q), dtype=np.int64)
     for rows, c, _ in home:
         closer[rows] = c
@@ -121,8 +140,8 @@ def _route_rest(part: pd.DataFrame, keys: list[str], center: np.ndarray, scale: 
 
 
 def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
-    """For each paired partition, the (rows, strictly closer, tied) counts of the originals of one cell; rows whose
-    ball misses the cell's bounding box are skipped."""
+    """For each group of paired partitions, the (rows, strictly closer, tied) counts of the originals of one cell;
+    rows whose ball misses the cell's bounding box are skipped."""
     out = []
     for rows, q, d_own in routed:
         near = cell.min_distance(q) <= search_radius(d_own)
@@ -131,11 +150,11 @@ def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarr
     return tuple(out)
 
 
-def _partition_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
-                      ties: str = "share") -> np.ndarray:
-    """Summed 'linked' and 'linked to 2nd nearest' credits of one paired partition from the counts of every cell,
-    shape (2,). ``ties="share"``: the METRICS.md rule (1/t among t tied records); ``ties="linked"``: a record
-    counts as linked when no record is strictly nearer than its own, as the published Table 1 was computed
+def _group_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
+                  ties: str = "share") -> np.ndarray:
+    """Summed 'linked' and 'linked to 2nd nearest' credits of one group of paired partitions from the counts of
+    every cell, shape (2,). ``ties="share"``: the METRICS.md rule (1/t among t tied records); ``ties="linked"``: a
+    record counts as linked when no record is strictly nearer than its own, as the published Table 1 was computed
     (docs/reproduction.md)."""
     closer = np.zeros(n_rows, dtype=np.int64)
     tied = np.zeros(n_rows, dtype=np.int64)
@@ -163,8 +182,8 @@ def split_graph(g: TaskGraph, orig_parts: list, id_col: str, keys: list[str], ce
     parts = [g.input(p) for p in orig_parts]
     tree = g.task("tree", (), _grow, [g.task("sample", (i,), _sample, p, id_col, keys, center, scale, fraction)
                                       for i, p in enumerate(parts)], n_cells)
-    routed = [g.task("route-originals", (i,), _route_originals, p, id_col, keys, center, scale, tree, n_cells)
-              for i, p in enumerate(parts)]
+    routed = [g.task("route-originals", (i,), _route_originals, group, id_col, keys, center, scale, tree, n_cells)
+              for i, group in enumerate(chunked(parts, n))]
     cells = [g.task("cell", (c,), _cell, [g.item(r, c) for r in routed]) for c in range(n_cells)]
     return tree, cells, n_cells
 
@@ -173,22 +192,23 @@ def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_
                   center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
                   ties: str = "share") -> Delayed:
     """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables
-    (``ties``: see :func:`_partition_credit`). One low-level graph: routing is all-to-all between partitions
+    (``ties``: see :func:`_group_credit`). One low-level graph: routing is all-to-all between partitions
     and cells."""
     g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
     args = (keys, center, scale, tree, n_cells)
-    parts = [g.input(p) for p in pair_parts]
-    n_parts = len(parts)
-    home = [g.task("home", (i,), _route_home, p, *args) for i, p in enumerate(parts)]
+    groups = chunked([g.input(p) for p in pair_parts], sum(pair_sizes))
+    group_sizes = [sum(sizes) for sizes in chunked(list(pair_sizes), sum(pair_sizes))]
+    home = [g.task("home", (i,), _route_home, p, *args) for i, p in enumerate(groups)]
     home_counts = [g.task("home-counts", (c,), _cell_counts, cells[c], [g.item(h, c) for h in home])
                    for c in range(n_cells)]
     rest = [g.task("rest", (i,), _route_rest, p, *args, [g.item(hc, i) for hc in home_counts])
-            for i, p in enumerate(parts)]
+            for i, p in enumerate(groups)]
     rest_counts = [g.task("rest-counts", (c,), _cell_counts, cells[c], [g.item(r, c) for r in rest])
                    for c in range(n_cells)]
-    credits = [g.task("credit", (i,), _partition_credit, pair_sizes[i],
-                      [g.item(cnt, i) for cnt in (*home_counts, *rest_counts)], ties) for i in range(n_parts)]
+    credits = [g.task("credit", (i,), _group_credit, size,
+                      [g.item(cnt, i) for cnt in (*home_counts, *rest_counts)], ties)
+               for i, size in enumerate(group_sizes)]
     return g.result(g.reduce("credits", credits, np.add))
 
 
@@ -233,10 +253,13 @@ class Candidates:
     codes: np.ndarray
 
 
-def _route_points(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
-                  tree: SplitTree, n_cells: int) -> tuple:
-    """One paired partition cut by the cell holding each masked record: (ids, standardized masked keys) per cell."""
-    q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
+def _route_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
+                  scale: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
+    """A group of paired partitions cut by the cell holding each masked record: (ids, standardized masked keys)
+    per cell."""
+    masked_keys = [k + MASKED_SUFFIX for k in keys]
+    part = _joined(parts, [id_col, *masked_keys])
+    q = _standardized(part, masked_keys, center, scale)
     return _by_cell(tree.leaves_of(q), n_cells, part[id_col].to_numpy(), q)
 
 
@@ -297,8 +320,8 @@ def _candidate_graph(g: TaskGraph, orig_parts: list, pair_parts: list, id_col: s
     sec. 3); ``em``: the EM's (max_iter, tol)."""
     n_patterns = n_patterns_for(len(keys), thresholds)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
-    routed = [g.task("route-masked", (i,), _route_points, g.input(p), id_col, keys, center, scale, tree, n_cells)
-              for i, p in enumerate(pair_parts)]
+    routed = [g.task("route-masked", (i,), _route_points, group, id_col, keys, center, scale, tree, n_cells)
+              for i, group in enumerate(chunked([g.input(p) for p in pair_parts], n))]
     cands = [g.task("candidates", (c,), _candidates, cells[c], [g.item(r, c) for r in routed], thresholds,
                     per_record) for c in range(n_cells)]
     counts = g.reduce("patterns", [g.task("cell-patterns", (c,), _cell_patterns, cand, n_patterns)

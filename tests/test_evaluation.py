@@ -15,6 +15,8 @@ import pytest
 from sdc_tasks.evaluate import evaluate
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.rankswap import rank_swap_column
+from sdc_tasks.metrics.pil import quantile_pil
+from sdc_tasks.metrics.rank_metrics import max_abs_rank_distance
 from sdc_tasks.stats.moments import merge_moments, moments_of
 
 IL_KEYS = ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "IL1s", "MSE_X", "MAE_V", "MV_R", "MSE_RF", "MAE_C",
@@ -52,6 +54,22 @@ def test_full_battery_is_finite_and_partition_independent(census, census_vars):
         for key, value in base.items():
             if isinstance(value, float):
                 assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_masked_subset_is_paired_by_id_against_the_whole_original(census, census_vars):
+    # a masked file without two thirds of the records (suppressed): ranks compare the kept records among
+    # themselves (two permutations of 1..n'), quantiles compare the whole original with the masked file
+    masked = noisy(census, census_vars).iloc[::3]
+    out = run(census, masked.sample(frac=1, random_state=0), census_vars, parts=3, masked_parts=2)
+    assert out["n"] == len(census) and out["n_masked"] == len(masked) and out["pairing"] == "id"
+    kept = census.set_index("record_id").loc[masked["record_id"]].reset_index()
+    abs_sum = sum(np.abs(kept[v].rank(method="first").to_numpy() - masked[v].rank(method="first").to_numpy()).sum()
+                  for v in census_vars)
+    assert out["brMAE"] == pytest.approx(abs_sum / len(census_vars) / max_abs_rank_distance(len(masked)), rel=1e-12)
+    terms = [quantile_pil(np.sort(census[v].to_numpy(float)), np.sort(masked[v].to_numpy(float)))
+             for v in census_vars]
+    assert out["PIL_Q"] == pytest.approx(np.concatenate([t for t, _ in terms]).mean(), rel=1e-12)
+    assert out["PIL_Q_undefined_terms"] == sum(u for _, u in terms)
 
 
 def test_rank_swap_keeps_quantiles_means_and_variances(census, census_vars):

@@ -5,49 +5,59 @@ computation when every original is a candidate."""
 
 from __future__ import annotations
 
+from unittest import mock
+
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 
+from sdc_tasks import linkage
 from sdc_tasks.evaluate import evaluate
 from sdc_tasks.metrics.spatial_blocks import make_cell, sample_mask, split_tree
 
 TOL = 1e-9
 
 
-def brute_force_dld(x: np.ndarray, xm: np.ndarray, keys: int) -> tuple[list[float], list[float]]:
-    """DLD_i and DLD2_i (percent), i = 1..keys, from every masked-to-original distance (numpy, chunked).
+def brute_force_dld(x: np.ndarray, xm: np.ndarray, keys: int,
+                    masked_rows: np.ndarray | None = None) -> tuple[list[float], list[float]]:
+    """DLD_i and DLD2_i (percent), i = 1..keys, from every masked-to-original distance (numpy, chunked), over the
+    masked records ``masked_rows`` (default: all; the original file is always searched whole).
 
     Standardized with the original's mean and population sd; the own original is tied with the t originals
     within 1e-9 relative of its distance and earns 1/t for each rank it may take."""
     mean, sd = x.mean(axis=0), x.std(axis=0)
     sd = np.where(sd > 0, sd, 1.0)
     z, zm = (x - mean) / sd, (xm - mean) / sd
+    masked_rows = np.arange(len(x)) if masked_rows is None else masked_rows
     dld, dld2 = [], []
     for i in range(1, keys + 1):
         c1 = c2 = 0.0
-        for start in range(0, len(x), 500):
-            rows = np.arange(start, min(start + 500, len(x)))
+        for start in range(0, len(masked_rows), 500):
+            rows = masked_rows[start:start + 500]
             d = np.sqrt(((zm[rows, None, :i] - z[None, :, :i]) ** 2).sum(axis=2))
             own = np.sqrt(((zm[rows, :i] - z[rows, :i]) ** 2).sum(axis=1))[:, None]
             closer = (d < own - TOL * own).sum(axis=1)
             tied = (np.abs(d - own) <= TOL * own).sum(axis=1)
             c1 += np.where(closer == 0, 1.0 / tied, 0.0).sum()
             c2 += np.where((closer < 2) & (closer + tied >= 2), 1.0 / tied, 0.0).sum()
-        dld.append(100 * c1 / len(x))
-        dld2.append(100 * c2 / len(x))
+        dld.append(100 * c1 / len(masked_rows))
+        dld2.append(100 * c2 / len(masked_rows))
     return dld, dld2
 
 
-def blocked_dld(x: np.ndarray, xm: np.ndarray, keys: int, cell_rows: int, parts: int) -> tuple[list, list]:
-    """DLD_i and DLD2_i from evaluate() with the given cell size and number of partitions."""
+def blocked_dld(x: np.ndarray, xm: np.ndarray, keys: int, cell_rows: int, parts: int,
+                route_rows: int = linkage.ROUTE_ROWS, masked_rows: np.ndarray | None = None) -> tuple[list, list]:
+    """DLD_i and DLD2_i from evaluate() with the given cell size, number of partitions and records per routing
+    group, of the masked records ``masked_rows`` (default: all)."""
     cols = [f"v{j}" for j in range(x.shape[1])]
     ids = np.arange(len(x))
     orig = pd.DataFrame(x, columns=cols).assign(id=ids)
     masked = pd.DataFrame(xm, columns=cols).assign(id=ids)
-    with dask.config.set(scheduler="synchronous"):
+    if masked_rows is not None:
+        masked = masked.iloc[masked_rows]
+    with dask.config.set(scheduler="synchronous"), mock.patch.object(linkage, "ROUTE_ROWS", route_rows):
         out = evaluate(dd.from_pandas(orig, npartitions=parts), dd.from_pandas(masked, npartitions=parts), "id",
                        cols, cols[:keys], ("dld",), cell_rows=cell_rows)
     return [out[f"DLD_{i}"] for i in range(1, keys + 1)], [out[f"DLD2_{i}"] for i in range(1, keys + 1)]
@@ -68,8 +78,9 @@ def test_blocked_linkage_equals_brute_force_on_1e4_records():
     assert_same(blocked_dld(x, xm, 3, cell_rows=400, parts=3), brute)
 
 
-@pytest.mark.parametrize("cell_rows,parts", [(40, 1), (97, 4), (10_000, 2)])
-def test_blocked_linkage_equals_brute_force_with_duplicates_ties_and_border_records(cell_rows, parts):
+@pytest.mark.parametrize("cell_rows,parts,route_rows", [(40, 1, 10**6), (97, 4, 10**6), (10_000, 2, 10**6),
+                                                        (97, 4, 300), (60, 5, 700)])
+def test_blocked_linkage_equals_brute_force_with_duplicates_ties_and_border_records(cell_rows, parts, route_rows):
     # integer lattice values: many duplicate originals, many exact distance ties, split thresholds equal to data
     # values (records on the cell borders), masked records equal to their original (distance 0) or to others
     rng = np.random.default_rng(11)
@@ -78,7 +89,18 @@ def test_blocked_linkage_equals_brute_force_with_duplicates_ties_and_border_reco
     xm = x + rng.integers(-1, 2, size=(n, 3)) * (rng.random((n, 1)) < 0.6)
     xm[:50] = x[rng.integers(0, n, 50)]  # copies of other records
     brute = brute_force_dld(x, xm, 3)
-    assert_same(blocked_dld(x, xm, 3, cell_rows, parts), brute)
+    assert_same(blocked_dld(x, xm, 3, cell_rows, parts, route_rows), brute)
+
+
+def test_blocked_linkage_of_a_masked_subset_searches_the_whole_original():
+    # the masked file lacks a third of the records: their originals must still be searched
+    rng = np.random.default_rng(4)
+    x = rng.integers(0, 8, size=(1_200, 3)).astype(float)
+    xm = x + rng.normal(size=x.shape) * 0.7
+    rows = np.sort(rng.choice(len(x), 800, replace=False))
+    brute = brute_force_dld(x, xm, 3, rows)
+    assert brute != brute_force_dld(x[rows], xm[rows], 3)
+    assert_same(blocked_dld(x, xm, 3, cell_rows=100, parts=3, route_rows=500, masked_rows=rows), brute)
 
 
 def test_blocked_linkage_far_masked_records_search_many_cells():
@@ -134,13 +156,13 @@ def test_sample_and_cells_do_not_depend_on_record_order():
     assert np.all(a.min_distance(pts) == 0)
 
 
-def pld_of(x: np.ndarray, xm: np.ndarray, cell_rows: int, parts: int) -> dict:
+def pld_of(x: np.ndarray, xm: np.ndarray, cell_rows: int, parts: int, route_rows: int = linkage.ROUTE_ROWS) -> dict:
     """evaluate() with the pld family only."""
     cols = [f"v{j}" for j in range(x.shape[1])]
     ids = np.arange(len(x))
     orig = pd.DataFrame(x, columns=cols).assign(id=ids)
     masked = pd.DataFrame(xm, columns=cols).assign(id=ids)
-    with dask.config.set(scheduler="synchronous"):
+    with dask.config.set(scheduler="synchronous"), mock.patch.object(linkage, "ROUTE_ROWS", route_rows):
         return evaluate(dd.from_pandas(orig, npartitions=parts), dd.from_pandas(masked, npartitions=parts), "id",
                         cols, cols, ("pld",), pld_cell_rows=cell_rows)
 
@@ -157,7 +179,7 @@ def test_pld_falls_with_noise_and_does_not_depend_on_partitions():
     light = x + rng.normal(size=x.shape) * 0.05
     heavy = x + rng.normal(size=x.shape) * 0.6
     a = pld_of(x, light, cell_rows=700, parts=1)
-    assert a == pld_of(x, light, cell_rows=700, parts=4)
+    assert a == pld_of(x, light, cell_rows=700, parts=4) == pld_of(x, light, cell_rows=700, parts=4, route_rows=1_000)
     b = pld_of(x, heavy, cell_rows=700, parts=3)
     assert b["PLD"] < a["PLD"] <= a["PLD_candidate_recall"]
     assert a["PLD"] > 80 and b["PLD"] < 30

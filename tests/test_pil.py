@@ -108,8 +108,8 @@ def ref_quantile_pil(a: np.ndarray, am: np.ndarray, div: float = 1000.0) -> tupl
 
 def measures(x: np.ndarray, xm: np.ndarray) -> dict[str, float]:
     """pil_measures on two arrays (the code under test)."""
-    pairs = [(np.sort(x[:, j]), np.sort(xm[:, j])) for j in range(x.shape[1])]
-    return pil_measures(moments_of(x, order=4), moments_of(xm, order=4), pairs)
+    terms = [quantile_pil(np.sort(x[:, j]), np.sort(xm[:, j])) for j in range(x.shape[1])]
+    return pil_measures(moments_of(x, order=4), moments_of(xm, order=4), terms)
 
 
 def assert_clean(out: dict[str, float]) -> None:

@@ -200,24 +200,20 @@ def _moment_pils(mo: Moments, mm: Moments, n_masked: int) -> dict[str, tuple[np.
     }
 
 
-def pil_measures(mo: Moments, mm: Moments,
-                 sorted_pairs: list[tuple[np.ndarray, np.ndarray]]) -> dict[str, float]:
+def pil_measures(mo: Moments, mm: Moments, quantile_terms: list[tuple[np.ndarray, int]]) -> dict[str, float]:
     """PIL_Q, PIL_m1, PIL_m2, PIL_m11, PIL_r (fractions) and PIL = 100 * their mean (METRICS.md).
 
     pil_measures.txt sec. 4.3 eq. (2)-(5) (means over attributes / pairs j < j') and sec. 5 (PIL(Q): mean of
     pil(Q_q) over q = 5 %..95 % in 5 % steps and all attributes; PIL = 100 (PIL(Q) + ... + PIL(r)) / 5).
-    ``sorted_pairs``: per attribute, (sorted original column, sorted masked column).
+    ``quantile_terms``: per attribute, its :func:`quantile_pil` (defined values, undefined terms), computed where
+    the attribute's sorted columns are, so that only these few numbers travel.
     Each measure is the mean over its defined terms; a measure with no defined term is omitted (never NaN)
     and PIL is the mean of the present ones; ``<key>_undefined_terms`` is reported when > 0;
     ``PIL_small_sample`` = 1.0 when n' < 100 (sec. 4.1: the normal approximation is weak).
     """
     parts = {"PIL_" + k: v for k, v in moment_pils(mo, mm).items()}
-    values, undefined = [], 0
-    for so, sm in sorted_pairs:
-        v, u = quantile_pil(so, sm)
-        values.append(v)
-        undefined += u
-    parts["PIL_Q"] = (np.concatenate(values) if values else np.empty(0), undefined)
+    values = [v for v, _ in quantile_terms]
+    parts["PIL_Q"] = (np.concatenate(values) if values else np.empty(0), sum(u for _, u in quantile_terms))
     out: dict[str, float] = {}
     present = []
     for key in MEASURES:
