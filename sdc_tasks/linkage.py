@@ -39,6 +39,7 @@ from sdc_tasks.task_graph import TaskGraph, TaskRef
 
 DEFAULT_CELL_ROWS = 250_000
 ROUTE_ROWS = 1_000_000
+MIN_ROUTE_GROUPS = 4
 PLD_CELL_ROWS = 20_000
 SAMPLE_ROWS_PER_CELL = 4_000
 MASKED_SUFFIX = "__masked"
@@ -64,11 +65,12 @@ def _joined(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
 
 def chunked(refs: list, n: int) -> list[list]:
     """Consecutive partitions grouped so that one group holds about ROUTE_ROWS of the ``n`` records (assuming
-    partitions of similar size). Every routing step moves one piece from each group to each cell, so the number
+    partitions of similar size), in at least MIN_ROUTE_GROUPS groups where there are that many partitions (so a
+    small file still routes in parallel). Every routing step moves one piece from each group to each cell, so the number
     of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the task's
     own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,400 tasks and about 6 s of pure
     scheduling on the driver)."""
-    per = max(1, (ROUTE_ROWS * len(refs)) // max(n, 1))
+    per = max(1, min((ROUTE_ROWS * len(refs)) // max(n, 1), math.ceil(len(refs) / MIN_ROUTE_GROUPS)))
     return [refs[i:i + per] for i in range(0, len(refs), per)]
 
 

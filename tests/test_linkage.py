@@ -100,7 +100,7 @@ def test_blocked_linkage_of_a_masked_subset_searches_the_whole_original():
     rows = np.sort(rng.choice(len(x), 800, replace=False))
     brute = brute_force_dld(x, xm, 3, rows)
     assert brute != brute_force_dld(x[rows], xm[rows], 3)
-    assert_same(blocked_dld(x, xm, 3, cell_rows=100, parts=3, route_rows=500, masked_rows=rows), brute)
+    assert_same(blocked_dld(x, xm, 3, cell_rows=100, parts=6, route_rows=600, masked_rows=rows), brute)
 
 
 def test_blocked_linkage_far_masked_records_search_many_cells():
@@ -179,7 +179,7 @@ def test_pld_falls_with_noise_and_does_not_depend_on_partitions():
     light = x + rng.normal(size=x.shape) * 0.05
     heavy = x + rng.normal(size=x.shape) * 0.6
     a = pld_of(x, light, cell_rows=700, parts=1)
-    assert a == pld_of(x, light, cell_rows=700, parts=4) == pld_of(x, light, cell_rows=700, parts=4, route_rows=1_000)
+    assert a == pld_of(x, light, cell_rows=700, parts=4) == pld_of(x, light, cell_rows=700, parts=6, route_rows=1_000)
     b = pld_of(x, heavy, cell_rows=700, parts=3)
     assert b["PLD"] < a["PLD"] <= a["PLD_candidate_recall"]
     assert a["PLD"] > 80 and b["PLD"] < 30
@@ -249,3 +249,12 @@ def test_published_pld_equals_brute_force_when_every_original_is_a_candidate():
     np.testing.assert_allclose([out[f"PLDpub_{i}"] for i in (1, 2, 3)], want, rtol=1e-12)
     assert out["PLDpub"] == pytest.approx(np.mean(want))
     assert 0 < want[0] < want[2] < 100
+
+
+def test_routing_groups_hold_about_route_rows_records_in_at_least_four_groups():
+    assert [len(g) for g in linkage.chunked(list(range(40)), 10_000_000)] == [4] * 10
+    assert [len(g) for g in linkage.chunked(list(range(4)), 1_000_000)] == [1] * 4
+    assert linkage.chunked([7], 10) == [[7]]
+    with mock.patch.object(linkage, "ROUTE_ROWS", 700):
+        assert linkage.chunked(list(range(5)), 1_500) == [[0, 1], [2, 3], [4]]
+        assert [len(g) for g in linkage.chunked(list(range(6)), 800)] == [2, 2, 2]
