@@ -23,7 +23,7 @@ from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures, quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
-from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, linkage_graph,
+from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, gathered, linkage_graph,
                               probabilistic_linkage_graph, published_linkage_graph,
                               published_probabilistic_linkage_graph)
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
@@ -69,20 +69,14 @@ def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables:
     return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
 
 
-def _gathered(parts: list[pd.DataFrame], column: str, dtype=None) -> np.ndarray:
-    """One column of all partitions as one array (partitions are passed whole and read in place: a column
-    selection per partition would be a copy, held until the gathering task runs)."""
-    return np.concatenate([p[column].to_numpy(dtype) for p in parts])
-
-
 def _column_intervals(pair_parts: list[pd.DataFrame], orig_parts: list[pd.DataFrame] | None, var: str,
                       sd: float) -> np.ndarray:
     """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
     original and masked values gathered on one worker: one sort of the original column for the whole file
     (``orig_parts``: the original file's partitions, None when the pairs hold every original record)."""
-    x = _gathered(pair_parts, var, np.float64)
-    xm = _gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    orig = x if orig_parts is None else _gathered(orig_parts, var, np.float64)
+    x = gathered(pair_parts, var, np.float64)
+    xm = gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    orig = x if orig_parts is None else gathered(orig_parts, var, np.float64)
     return np.append(interval_hits(np.sort(orig), x, xm), sdid_hits(x, xm, sd))
 
 
@@ -111,14 +105,14 @@ def _column_losses(pair_parts: list[pd.DataFrame], files: tuple[list, list] | No
     themselves, ties by id (bounded_rank_metrics.txt sec. 2 compares two permutations of 1..n')."""
     paired = None
     if rank_loss or files is None:
-        paired = _gathered(pair_parts, var, np.float64), _gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+        paired = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
     terms = None
     if quantiles:
-        xo, xm = paired if files is None else tuple(_gathered(f, var, np.float64) for f in files)
+        xo, xm = paired if files is None else tuple(gathered(f, var, np.float64) for f in files)
         terms = quantile_pil(np.sort(xo), np.sort(xm))
     if not rank_loss:
         return terms, None
-    ids = _gathered(pair_parts, id_col)
+    ids = gathered(pair_parts, id_col)
     return terms, rank_errors(ranks(paired[0], ids)[:, None], ranks(paired[1], ids)[:, None])
 
 

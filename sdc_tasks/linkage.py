@@ -53,23 +53,27 @@ PLDPUB_THRESHOLD = 0.1
 PLDPUB_CANDIDATES = 100
 
 
-def _standardized(part: pd.DataFrame, columns: list[str], center: np.ndarray, scale: np.ndarray) -> np.ndarray:
-    """The given columns of a partition as float64 values standardized with the original's mean and sd."""
-    return (part[columns].to_numpy(np.float64) - center) / scale
+def gathered(parts: list[pd.DataFrame], columns: str | list[str], dtype=None) -> np.ndarray:
+    """One column (or several, as an (n, c) array) of consecutive partitions as one array. Partitions are passed
+    whole and read in place (a column selection per partition in the graph would be a copy, held until the
+    gathering task runs); one task serves several partitions."""
+    return np.concatenate([p[columns].to_numpy(dtype) for p in parts])
 
 
-def _joined(parts: list[pd.DataFrame], columns: list[str]) -> pd.DataFrame:
-    """The given columns of consecutive partitions as one frame (one routing task serves several partitions)."""
-    return pd.concat([p[columns] for p in parts], ignore_index=True)
+def _standardized(parts: list[pd.DataFrame], columns: list[str], center: np.ndarray,
+                  scale: np.ndarray) -> np.ndarray:
+    """The given columns of consecutive partitions as float64 values standardized with the original's mean and
+    sd."""
+    return (gathered(parts, columns, np.float64) - center) / scale
 
 
 def chunked(refs: list, n: int) -> list[list]:
     """Consecutive partitions grouped so that one group holds about ROUTE_ROWS of the ``n`` records (assuming
     partitions of similar size), in at least MIN_ROUTE_GROUPS groups where there are that many partitions (so a
-    small file still routes in parallel). Every routing step moves one piece from each group to each cell, so the number
-    of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the task's
-    own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,400 tasks and about 6 s of pure
-    scheduling on the driver)."""
+    small file still routes in parallel). Every routing step moves one piece from each group to each cell, so the
+    number of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the
+    task's own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,448 tasks and about 6 s of
+    pure scheduling on the driver)."""
     per = max(1, min((ROUTE_ROWS * len(refs)) // max(n, 1), math.ceil(len(refs) / MIN_ROUTE_GROUPS)))
     return [refs[i:i + per] for i in range(0, len(refs), per)]
 
@@ -85,7 +89,7 @@ def _sample(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray
             fraction: float) -> np.ndarray:
     """Standardized key values of the records of one original partition that fall in the id-hash sample."""
     keep = sample_mask(part[id_col].to_numpy(), fraction)
-    return _standardized(part[keep], keys, center, scale)
+    return _standardized([part[keep]], keys, center, scale)
 
 
 def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
@@ -96,9 +100,8 @@ def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
 def _route_originals(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
                      scale: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
     """A group of original partitions cut by cell: a (ids, standardized key values) piece per cell."""
-    part = _joined(parts, [id_col, *keys])
-    points = _standardized(part, keys, center, scale)
-    return _by_cell(tree.leaves_of(points), n_cells, part[id_col].to_numpy(), points)
+    points = _standardized(parts, keys, center, scale)
+    return _by_cell(tree.leaves_of(points), n_cells, gathered(parts, id_col), points)
 
 
 def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
@@ -110,9 +113,8 @@ def _query_points(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray
                   scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The standardized masked key values of a group of paired partitions and each record's distance to its own
     original."""
-    part = _joined(parts, [*keys, *(k + MASKED_SUFFIX for k in keys)])
-    own = _standardized(part, keys, center, scale)
-    q = _standardized(part, [k + MASKED_SUFFIX for k in keys], center, scale)
+    own = _standardized(parts, keys, center, scale)
+    q = _standardized(parts, [k + MASKED_SUFFIX for k in keys], center, scale)
     return q, exact_distances(q, own)
 
 
@@ -260,9 +262,8 @@ def _route_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], cente
     """A group of paired partitions cut by the cell holding each masked record: (ids, standardized masked keys)
     per cell."""
     masked_keys = [k + MASKED_SUFFIX for k in keys]
-    part = _joined(parts, [id_col, *masked_keys])
-    q = _standardized(part, masked_keys, center, scale)
-    return _by_cell(tree.leaves_of(q), n_cells, part[id_col].to_numpy(), q)
+    q = _standardized(parts, masked_keys, center, scale)
+    return _by_cell(tree.leaves_of(q), n_cells, gathered(parts, id_col), q)
 
 
 def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresholds: tuple[float, ...],
