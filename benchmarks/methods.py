@@ -20,7 +20,7 @@ from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
 
 PARAMS = {
-    "mdav": {"k": 3, "group_size": 3}, "mdav_variable": {"k": 3, "group_size": 3}, "mic_ir": {"k": 3},
+    "mdav": {"k": 3, "group_size": 3}, "md": {"k": 3, "group_size": 3}, "mdav_variable": {"k": 3, "group_size": 3}, "mic_ir": {"k": 3},
     "mic_optimal": {"k": 3}, "mic_z": {"k": 3}, "mic_pcp": {"k": 3}, "rankswap": {"p": 15},
     "noise": {"p": 0.1, "correlated": True, "linear_transform": True}, "resample": {"t": 3}, "rescale": {},
     "distr": {}, "jpeg": {"q": 50},

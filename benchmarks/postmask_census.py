@@ -1,7 +1,7 @@
 """Post-masking optimization on the Census file beside post_masking_optimization.txt Tables 1-2, and (with
 --rows) its throughput on generated records.
 
-Census: rank swapping p = 14 (Table 1) and Mic4mul k = 10 (MDAV, k = 10, group_size = 4; Table 2), then
+Census: rank swapping p = 14 (Table 1) and Mic4mul k = 10 (MD, k = 10, group_size = 4; Table 2), then
 ``postmask`` with the tables' (p, q, TargetE). Score = 0.5 IL + 0.25 DLD + 0.25 ID (expr. (2)) under the
 paper's correspondence (sec. 2: each masked record stands for its nearest original record), and, in the
 columns p* the published values, idS_nn and idS_id score_simple under METRICS.md's pairing by id for
@@ -37,7 +37,7 @@ TABLES = {  # post_masking_optimization.txt Tables 1-2: (p, q) -> (Score, IL, DL
         (0.5, 0.3): (22.15, 13.65, 16.30, 44.98, 0.04),
         (0.5, 0.1): (21.71, 15.26, 14.81, 41.51, 0.09),
     },
-    ("mdav", (("k", 10), ("group_size", 4))): {
+    ("md", (("k", 10), ("group_size", 4))): {
         None: (31.86, 22.48, 22.14, 60.34, 0.122),
         (0.5, 0.5): (26.96, 14.16, 21.06, 58.54, 0.008),
         (0.5, 0.3): (27.39, 14.74, 21.29, 58.80, 0.008),

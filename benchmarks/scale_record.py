@@ -3,12 +3,12 @@ size asked for, with the figures the scale issue asks for.
 
 For every size: generate the records (Parquet files of 250,000 records), time one plain read of them (every
 column summed), then run the release flow with each spec (blocked MDAV k = 3 on Mic3mul groups; rank swapping
-p = 15), each with the full evaluation (IL battery, PIL, DLD_1..DLD_7, ID) and the report. Per stage it prints
+p = 15; on request blocked MD k = 3 on Mic3mul groups), each with the full evaluation (IL battery, PIL, DLD_1..DLD_7, ID) and the report. Per stage it prints
 wall time, records/s, the ratio to the plain read, and the peak RSS of the driver (which hosts the
 LocalCluster's scheduler), of the largest worker and of all processes together; at the end, the ratio of each
 release's time at the largest size to its time at the smallest (goal at 1e7 / 1e6: <= 11).
 
-Usage: python benchmarks/scale_record.py [--rows 1000000 10000000] [--workers 2] [--specs mdav rankswap]
+Usage: python benchmarks/scale_record.py [--rows 1000000 10000000] [--workers 2] [--specs mdav rankswap md]
        [--json figures.json]
 Not part of the test suite.
 """
@@ -31,6 +31,7 @@ from sdc_tasks.io import read_table
 KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
 STEPS = {
     "mdav": {"method": "mdav", "params": {"k": 3, "group_size": 3}},
+    "md": {"method": "md", "params": {"k": 3, "group_size": 3}},
     "rankswap": {"method": "rankswap", "params": {"p": 15}},
 }
 GIB = 2**30

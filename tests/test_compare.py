@@ -26,7 +26,7 @@ CENSUS_KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STA
 CHAPTER = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "sdc_methods_comparison_chapter.txt"
 SMALL_GRID = {"name": "small", "seed": 5, "families": [
     {"label": "Rank", "method": "rankswap", "sweep": {"param": "p", "values": [15], "label_format": "02d"}},
-    {"label": "Mic3mul", "method": "mdav", "params": {"group_size": 3},
+    {"label": "Mic3mul", "method": "md", "params": {"group_size": 3},
      "sweep": {"param": "k", "values": [7], "label_format": "02d"}},
     {"label": "Noise", "method": "noise", "sweep": {"param": "p", "values": [0.1], "label_format": "g"}},
 ]}
@@ -75,6 +75,7 @@ def test_default_grid_is_chapter_6s():
     by_label = {c.label: c for c in configs}
     assert by_label["Rank15"].method == "rankswap" and by_label["Rank15"].params == {"p": 15.0}
     assert by_label["Mic3mul07"].params == {"k": 7, "group_size": 3, "block_size": 12000}
+    assert {by_label[f"{f}05"].method for f in ("Mic2mul", "Mic3mul", "Mic4mul", "Micmul")} == {"md"}
     assert by_label["Micmul10"].params["group_size"] is None
     assert by_label["Noise0.04"].params["p"] == 0.04 and "Noise0.2" in by_label
     assert by_label["JPEG080"].params == {"q": 80} and by_label["Resamp3"].params == {"t": 3}
@@ -233,8 +234,8 @@ def test_small_grid_writes_every_output(small_run):
     assert metrics["Mic3mul07"]["params"] == {"k": 7, "group_size": 3, "block_size": 12000}
     assert metrics["Rank15"]["n"] == 1080 and "PIL" in metrics["Rank15"]
     assert C.parse_grid(yaml.safe_load((out / "grid.yaml").read_text())) == C.parse_grid(SMALL_GRID)
-    # Mic3mul07's IL is within the published tolerance of Table 1 (11.06; docs/reproduction.md)
-    assert abs(table.set_index("Method").loc["Mic3mul07", "IL"] - 11.06) <= 1.2
+    # Mic3mul07's IL is Table 1's 11.06 (docs/reproduction.md)
+    assert round(table.set_index("Method").loc["Mic3mul07", "IL"], 2) == 11.06
 
 
 def test_data_mode_gives_the_configurations_modes_metrics(small_run, tmp_path, sync_dask):

@@ -149,6 +149,7 @@ def test_settled_statistics_ignore_summation_order():
 
 ALL_METHODS = {
     "mdav": {"k": 3, "block_size": 300},
+    "md": {"k": 3, "block_size": 300},
     "mdav_variable": {"k": 3, "block_size": 300},
     "mic_ir": {"k": 4},
     "mic_optimal": {"k": 4},

@@ -163,13 +163,17 @@ def test_mic2mul_runs_attribute_pairs_independently():
     center, scale = np.median(x, axis=0), x.std(axis=0)
     z = (x - center) / scale
     expected = np.empty_like(x)
-    for cols in ([0, 1], [2, 3], [4]):
+    for cols in ([0, 1], [2, 3, 4]):
         expected[:, cols] = group_means(x[:, cols], mdav_groups(z[:, cols], 4))
     np.testing.assert_array_equal(microaggregate_block(x, 4, center, scale, group_size=2), expected)
 
 
 def test_attribute_groups():
-    assert [g.tolist() for g in attribute_groups(5, 2)] == [[0, 1], [2, 3], [4]]
+    assert [g.tolist() for g in attribute_groups(5, 2)] == [[0, 1], [2, 3, 4]]
+    assert [g.tolist() for g in attribute_groups(13, 3)] == [[0, 1, 2], [3, 4, 5], [6, 7, 8], [9, 10, 11, 12]]
+    assert [g.tolist() for g in attribute_groups(13, 4)] == [[0, 1, 2, 3], [4, 5, 6, 7], [8, 9, 10, 11, 12]]
+    assert [g.tolist() for g in attribute_groups(2, 3)] == [[0, 1]]
+    assert [g.tolist() for g in attribute_groups(0, 3)] == []
     assert [g.tolist() for g in attribute_groups(3, None)] == [[0, 1, 2]]
     with pytest.raises(ValueError, match="group_size"):
         attribute_groups(3, 0)

@@ -164,7 +164,7 @@ def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
             artifact_filter=ArtifactFilter(), flow_run_filter=this_run, task_run_filter=TaskRunFilter(),
             limit=200, offset=0, sort=ArtifactSort.CREATED_DESC)}
     names = {r.name for r in runs}
-    assert {"validate", "block step 0", "mask step 0: mdav", "write step 0", "evaluate information loss",
+    assert {"validate", "block step 0", "mask step 0: md", "write step 0", "evaluate information loss",
             "evaluate disclosure risk", "gate", "report"} <= names
     assert all(r.state.is_completed() and r.total_run_time.total_seconds() > 0 for r in runs)
     keys = {"release-report", "release-il", "release-dr", "release-scores", "release-ru-map", "release-output"}

@@ -83,7 +83,7 @@ def undisturbed(tmp_path_factory, address):
 
 @pytest.mark.parametrize("module,function,stage", [
     (R, "validate_input", "validate"),      # reading the input
-    (R, "mask_stage", "mask step 0: mdav"), # a Dask stage writing Parquet
+    (R, "mask_stage", "mask step 0: md"), # a Dask stage writing Parquet
     (F, "write_report", "report"),          # writing the report files
 ])
 def test_transient_io_error_is_retried_and_the_release_completes(

@@ -31,7 +31,7 @@ def with_(path: str, value):
 
 def test_bundled_demo_spec_is_valid():
     spec = load_spec(bundled_path("demo.yaml"))
-    assert spec.steps[0].method == "mdav" and spec.steps[0].params["k"] >= 3
+    assert spec.steps[0].method == "md" and spec.steps[0].params["k"] >= 3
     assert spec.input_path.is_file()
     assert spec.linkage_keys[0] == "FEDTAX" and len(spec.linkage_keys) == 7
 

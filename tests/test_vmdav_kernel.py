@@ -189,6 +189,6 @@ def test_block_uses_given_standardization_and_attribute_groups():
     center, scale = np.median(x, axis=0), x.std(axis=0)
     z = (x - center) / scale
     expected = np.empty_like(x)
-    for cols in ([0, 1], [2, 3], [4]):
+    for cols in ([0, 1], [2, 3, 4]):
         expected[:, cols] = group_means(x[:, cols], vmdav_groups(z[:, cols], 4, 1.1))
     np.testing.assert_array_equal(variable_microaggregate_block(x, 4, center, scale, 1.1, group_size=2), expected)

@@ -111,6 +111,16 @@ def _scan_group_around(z, rem, m, pos, k, g, labels, d, members):
 
 
 @numba.njit(cache=True)
+def _scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members):
+    """Label x_r = ``rem[r]`` and its k-1 closest remaining records as group g, then x_s, the remaining record most
+    distant from x_r, and its k-1 closest as group g + 1 (survey, MDAV steps 2-3); returns the rows left."""
+    x_r = z[rem[r]].copy()
+    m = _scan_group_around(z, rem, m, r, k, g, labels, d, members)
+    _squared_distances(z, rem, m, x_r, d)
+    return _scan_group_around(z, rem, m, _scan_most_distant(d, m), k, g + 1, labels, d, members)
+
+
+@numba.njit(cache=True)
 def _scan_labels(z, k):
     """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6), each question
     answered by a scan of the remaining rows (kept in row order)."""
@@ -123,11 +133,7 @@ def _scan_labels(z, k):
     g = 0
     while m >= 3 * k:
         _squared_distances(z, rem, m, _centroid(z, rem, m), d)
-        r = _scan_most_distant(d, m)
-        x_r = z[rem[r]].copy()
-        m = _scan_group_around(z, rem, m, r, k, g, labels, d, members)
-        _squared_distances(z, rem, m, x_r, d)
-        m = _scan_group_around(z, rem, m, _scan_most_distant(d, m), k, g + 1, labels, d, members)
+        m = _scan_pair_of_groups(z, rem, m, _scan_most_distant(d, m), k, g, labels, d, members)
         g += 2
     if m >= 2 * k:
         _squared_distances(z, rem, m, _centroid(z, rem, m), d)
@@ -288,16 +294,21 @@ def _standardized(x: np.ndarray, center: np.ndarray, scale: np.ndarray) -> np.nd
 
 
 def attribute_groups(p: int, group_size: int | None) -> list[np.ndarray]:
-    """Return the column indices of each attribute group: consecutive runs of ``group_size`` columns.
+    """Return the column indices of each attribute group: consecutive runs of ``group_size`` columns, the last
+    run taking the remaining columns when fewer than ``group_size`` would be left over.
 
     sdc_methods_comparison_chapter.txt sec. 2: Micmul (None: all p together), Mic2mul (2: [0,1],[2,3],...),
-    Mic3mul (3), Mic4mul (4); the last group may be smaller.
+    Mic3mul (3), Mic4mul (4). Thirteen attributes three at a time are 3+3+3+4: with it Table 1's IL of the 32
+    Mic2mul..Micmul rows reproduces (docs/reproduction.md) and pil_measures.txt Table 3's PIL(m2) of Mic3mul7
+    is exact; a group of one attribute would be univariate microaggregation, another method.
     """
     if group_size is None:
         return [np.arange(p)]
     if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) or group_size < 1:
         raise ValueError(f"group_size must be None or an integer >= 1, got {group_size!r}")
-    return [np.arange(start, min(start + int(group_size), p)) for start in range(0, p, int(group_size))]
+    g = int(group_size)
+    runs = max(p // g, min(p, 1))
+    return [np.arange(i * g, p if i == runs - 1 else (i + 1) * g) for i in range(runs)]
 
 
 def microaggregate_block(

@@ -24,6 +24,7 @@ from sdc_tasks.masking import apply as A
 from sdc_tasks.masking.categorical import CATEGORY_METHODS
 from sdc_tasks.masking.distribution import distribution_mask
 from sdc_tasks.masking.jpeg import TILE_ROWS, jpeg_block
+from sdc_tasks.masking.md import md_microaggregate_block
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
 from sdc_tasks.masking.postmask import (original_columns, original_context, postmask_block, synthetic_block,
@@ -55,6 +56,11 @@ class MethodPlan:
 def _mdav(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: A.BlockStats) -> np.ndarray:
     """MDAV on one block (statistical_databases_survey.txt, Microaggregation)."""
     return microaggregate_block(x, params["k"], stats.center, stats.scale, params["group_size"])
+
+
+def _md(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: A.BlockStats) -> np.ndarray:
+    """MD on one block (sdc_methods_comparison_chapter.txt sec. 2, Mic2mul..Micmul)."""
+    return md_microaggregate_block(x, params["k"], stats.center, stats.scale, params["group_size"])
 
 
 def _vmdav(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: A.BlockStats) -> np.ndarray:
@@ -126,6 +132,7 @@ def _rescale(x: np.ndarray, ids: np.ndarray, params: dict, ctx: dict) -> np.ndar
 
 PLANS: dict[str, MethodPlan] = {
     "mdav": MethodPlan("blocked", _mdav, A.BlockPlan("principal", 2)),
+    "md": MethodPlan("blocked", _md, A.BlockPlan("principal", 2)),
     "mdav_variable": MethodPlan("blocked", _vmdav, A.BlockPlan("principal", 2)),
     "mic_z": MethodPlan("blocked", _projected, A.BlockPlan("zsum", 1), unit_k=True),
     "mic_pcp": MethodPlan("blocked", _projected, A.BlockPlan("principal", 1), unit_k=True),

@@ -16,7 +16,8 @@ DEFAULT_BLOCK_SIZE = 12_000
 
 
 class MdavParams(_Params):
-    """MDAV microaggregation (statistical_databases_survey.txt, Microaggregation)."""
+    """MDAV microaggregation (statistical_databases_survey.txt, Microaggregation) and MD, its predecessor (the
+    chapter's Mic2mul..Micmul, sdc_tasks.masking.md)."""
 
     k: int = Field(ge=2, description="minimum group size")
     group_size: int | None = Field(default=None, ge=1, description="attributes microaggregated together (None: all)")
@@ -133,7 +134,9 @@ class Method:
 
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("mdav", MdavParams, "MDAV fixed-size multivariate microaggregation (Mic2mul..Micmul), blocked"),
+    Method("mdav", MdavParams, "MDAV fixed-size multivariate microaggregation, blocked"),
+    Method("md", MdavParams, "MD fixed-size multivariate microaggregation, the two most distant records seed each "
+           "pair of groups (chapter 6 Table 1's Mic2mul..Micmul), blocked"),
     Method("mdav_variable", MdavVariableParams, "variable group size (k..2k-1) microaggregation, blocked"),
     Method("mic_ir", UnivariateParams, "individual ranking microaggregation (MicIR), exact per variable"),
     Method("mic_optimal", UnivariateParams, "optimal univariate microaggregation (Hansen-Mukherjee), exact"),
