@@ -23,6 +23,7 @@ from sdc_tasks.masking.mdav import (
     _centroid,
     _check_group_size_k,
     _scan_group_around,
+    _scan_most_distant,
     _scan_pair_of_groups,
     _squared_distances,
     checked_block,
@@ -45,30 +46,25 @@ def _reach_bounds(z, rem, m, reach, exact):
 
 
 @numba.njit(cache=True)
-def _exact_reach(z, rem, m, row, partner, reach, exact):
-    """Set ``row``'s most distant remaining row (the lowest index among ties) and that squared distance."""
-    best, far = -1.0, row
-    for b in range(m):
-        other = rem[b]
-        if other != row:
-            acc = 0.0
-            for j in range(z.shape[1]):
-                t = z[row, j] - z[other, j]
-                acc += t * t
-            if acc > best:
-                best, far = acc, other
-    reach[row], partner[row], exact[row] = best, far, True
+def _exact_reach(z, rem, m, pos, partner, reach, exact, d):
+    """Set the most distant other remaining row of ``rem[pos]`` (the lowest index among ties) and that squared
+    distance, by the MDAV scan (the row itself excluded as in ``_scan_group_around``)."""
+    row = rem[pos]
+    _squared_distances(z, rem, m, z[row], d)
+    d[pos] = -1.0
+    far = _scan_most_distant(d, m)
+    reach[row], partner[row], exact[row] = d[far], rem[far], True
 
 
 @numba.njit(cache=True)
-def _diameter_end(z, rem, m, labels, partner, reach, exact):
+def _diameter_end(z, rem, m, labels, partner, reach, exact, d):
     """Position in ``rem`` of the lower-indexed end of the most distant remaining pair (the first such pair in
     (row, row) order): the lowest row whose most distant partner is at the largest distance.
 
     ``reach`` holds upper bounds (removing rows never makes a row's farthest partner farther); a row's bound is
     exact while the partner it was computed with is still remaining. The row with the largest bound (the lowest
     among equal ones) is made exact until an exact one is on top: then no other row can exceed it or equal it
-    with a lower index."""
+    with a lower index. ``d`` is scratch space of at least m entries."""
     while True:
         best = 0
         for a in range(1, m):
@@ -77,7 +73,7 @@ def _diameter_end(z, rem, m, labels, partner, reach, exact):
         row = rem[best]
         if exact[row] and labels[partner[row]] < 0:
             return best
-        _exact_reach(z, rem, m, row, partner, reach, exact)
+        _exact_reach(z, rem, m, best, partner, reach, exact, d)
 
 
 @numba.njit(cache=True)
@@ -97,11 +93,11 @@ def _md_labels(z, k):
     m = n
     g = 0
     while m >= 3 * k:
-        r = _diameter_end(z, rem, m, labels, partner, reach, exact)
+        r = _diameter_end(z, rem, m, labels, partner, reach, exact, d)
         m = _scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members)
         g += 2
     if m >= 2 * k:
-        r = _diameter_end(z, rem, m, labels, partner, reach, exact)
+        r = _diameter_end(z, rem, m, labels, partner, reach, exact, d)
         m = _scan_group_around(z, rem, m, r, k, g, labels, d, members)
         g += 1
     for a in range(m):
@@ -117,7 +113,8 @@ def md_groups(z: np.ndarray, k: int) -> np.ndarray:
     k-1 closest remaining records form a group, then x_s and its k-1 closest records among those still
     remaining form another. With 2k..3k-1 left, x_r of the most distant pair and its k-1 closest form a group
     and the rest the last group; with 1..2k-1 left they form one group (MDAV's steps 5-6 with MD's x_r;
-    docs/reproduction.md: this end rule fits Table 1 better than MDAV's average record). Every group has k records except the last, which has k..2k-1.
+    docs/reproduction.md: this end rule fits Table 1 better than MDAV's average record). Every group has k
+    records except the last, which has k..2k-1.
 
     x_s is taken as the remaining record most distant from x_r once x_r's group is formed: the other end of the
     pair unless it fell in x_r's group, which only tied distances allow. A 1-D ``z`` is one attribute.

@@ -306,8 +306,10 @@ def attribute_groups(p: int, group_size: int | None) -> list[np.ndarray]:
         return [np.arange(p)]
     if isinstance(group_size, bool) or not isinstance(group_size, numbers.Integral) or group_size < 1:
         raise ValueError(f"group_size must be None or an integer >= 1, got {group_size!r}")
+    if p == 0:
+        return []
     g = int(group_size)
-    runs = max(p // g, min(p, 1))
+    runs = max(p // g, 1)
     return [np.arange(i * g, p if i == runs - 1 else (i + 1) * g) for i in range(runs)]
 
 
