@@ -22,7 +22,7 @@ from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import atomic_output_dir, parquet_row_counts
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.report import write_report
-from sdc_tasks.spec import ReleaseSpec, load_spec
+from sdc_tasks.spec import ReleaseSpec, columns_by_role, load_spec
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -162,14 +162,16 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             log.warning(R.refusal_message(decision))
             R.remove_tree(tmp / R.MASKED_DIR)
         R.remove_tree(tmp / R.WORK_DIR)
-        roles = spec.variables
+        columns = spec.column_accounting()
+        by_role = columns_by_role(columns)
         summary = {
             "title": f"Release report: {spec.name}",
             "run": {"spec_name": spec.name, "spec_hash": spec.spec_hash(), "seed": spec.seed, "started": started,
                     "finished": _now(), "n_records": facts["n_records"], "n_masked": n_masked,
                     "output_dir": str(spec.output_dir), "package_version": __version__},
-            "variables": {"masked": sorted({v for i in range(len(spec.steps)) for v in spec.step_variables(i)}),
-                          "key": [*spec.linkage_keys, *spec.categorical_keys], "dropped": roles.direct_identifiers, "strata": roles.strata},
+            "variables": {"masked": sorted(by_role["masked"]), "key": [*spec.linkage_keys, *spec.categorical_keys],
+                          "dropped": by_role["dropped"], "passed_through": by_role["passed_through"],
+                          "strata": spec.variables.strata, "columns": columns},
             "steps": steps,
             "metrics": metrics,
             "gate": {**decision, "published": published},

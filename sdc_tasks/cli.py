@@ -48,6 +48,22 @@ def _orders(items: list[str]) -> dict[str, list[str]]:
     return out
 
 
+def _check_unmasked(variables: list[str], id_col: str, strata: Optional[str]) -> None:
+    """Raise InputError when ``--vars`` names the id column or the strata column, which are never masked."""
+    if id_col in variables:
+        raise InputError(f"--vars names the id column {id_col!r} (--id-col): ids are not masked")
+    if strata in variables:
+        raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
+
+
+def _accounting_line(accounting: dict[str, str]) -> str:
+    """'columns: masked A, B; passed_through C; id record_id': what a run did with each column."""
+    from sdc_tasks.spec import columns_by_role
+
+    return "columns: " + "; ".join(f"{role} {', '.join(map(str, cols))}"
+                                   for role, cols in columns_by_role(accounting).items() if cols)
+
+
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
                  overwrite: Optional[bool]) -> None:
     """Run the Prefect release flow and report the outcome on the terminal."""
@@ -64,6 +80,7 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
         _fail(exc)
     m = summary["metrics"]
     typer.echo(f"published {summary['run']['n_masked']} records to {summary['run']['output_dir']}")
+    typer.echo("  " + _accounting_line(summary["variables"]["columns"]))
     typer.echo("  " + "  ".join(f"{k}={m[k]:.2f}" for k in ("IL", "DLD", "ID", "score_simple") if k in m))
 
 
@@ -159,7 +176,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.masking.methods import apply_step
     from sdc_tasks.masking.registry import METHODS, is_categorical, parse_category_orders, parse_cli_params, \
         validate_params
-    from sdc_tasks.validation import load_checked, numeric_columns
+    from sdc_tasks.spec import column_accounting
+    from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
 
     try:
         params = validate_params(method, parse_cli_params(param))
@@ -169,16 +187,15 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
         categorical = is_categorical(method)
         if categorical and not vars:
             raise InputError(f"method {method} masks categorical variables: name them with --vars")
-        if categorical and strata in _split(vars):
-            raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
+        _check_unmasked(_split(vars) or [], id_col, strata)
         orders = parse_category_orders(ordinal)
-        variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
-        numeric, named = ([], variables) if categorical else (variables, [])
         to_csv = out.suffix.lower() == ".csv"
         with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers), \
                 _status(f"masking {input} with {method}"):
+            variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
+            numeric, named = ([], variables) if categorical else (variables, [])
             frame, _ = load_checked(input, id_col, numeric, f"input {input}", required=named, strata=strata,
-                                    group_sizes=[(f"parameter 'k' of {method}", params["k"])] if "k" in params else [])
+                                    group_sizes=[fewest_records(params, f"parameter 'k' of {method}", method)])
             reference = frame if original is None else load_checked(original, id_col, variables,
                                                                      f"original file {original}")[0]
             result = apply_step(frame, method, variables, params,
@@ -190,6 +207,7 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     except USER_ERRORS as exc:
         _fail(exc)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
+    typer.echo(_accounting_line(column_accounting(frame.columns, id_col, variables, strata)))
 
 
 @app.command("compare")

@@ -19,13 +19,13 @@ import numpy as np
 
 from sdc_tasks import __version__
 from sdc_tasks.evaluate import evaluate
-from sdc_tasks.io import parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
+from sdc_tasks.io import InputError, parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
-from sdc_tasks.validation import load_checked
+from sdc_tasks.validation import fewest_records, load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
@@ -43,22 +43,38 @@ def load_original(spec: ReleaseSpec) -> dd.DataFrame:
 
 def validate_input(spec: ReleaseSpec) -> dict:
     """Check the original file against the spec; raise InputError naming the column/record/parameter at fault
-    (continuous, continuous key and weight variables must be numbers; categorical ones may hold any values,
-    missing included)."""
+    (every column has a role; continuous, continuous key and weight variables must be numbers; categorical
+    ones may hold any values, missing included; every stratum holds enough records for each step)."""
     roles = spec.variables
-    group_sizes = [(f"steps.{i}.params.k", step.params["k"]) for i, step in enumerate(spec.steps) if "k" in step.params]
+    what = f"input {spec.input_path}"
+    check_roles(read_table(spec.input_path, spec.input.format).columns, spec, what)
+    group_sizes = [fewest_records(step.params, f"steps.{i}.params.k", f"steps.{i} ({step.method})")
+                   for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
-    _, facts = load_checked(spec.input_path, spec.id_column, numeric, f"input {spec.input_path}", spec.input.format,
-                            spec.create_id, [*roles.direct_identifiers, *roles.categorical], roles.strata, group_sizes)
+    named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
+    _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
+                            roles.strata, group_sizes)
     return facts
 
 
+def check_roles(columns, spec: ReleaseSpec, what: str) -> None:
+    """Raise InputError naming the columns of the input the spec gives no role (they would be published as they
+    are) and how to give them one."""
+    loose = [c for c in columns if c not in spec.column_accounting()]
+    if loose:
+        raise InputError(f"{what}: column{'s' if len(loose) > 1 else ''} {', '.join(map(repr, loose))} "
+                         f"{'have' if len(loose) > 1 else 'has'} no role in the spec: list each under variables "
+                         "(continuous or categorical to mask it, pass_through to publish it unchanged, drop or "
+                         "direct_identifiers to leave it out)")
+
+
 def step_source(spec: ReleaseSpec, previous: str | None) -> dd.DataFrame:
-    """The input of a step: the original minus direct identifiers (first step) or the previous step's output."""
+    """The input of a step: the original minus direct identifiers and dropped columns (first step) or the
+    previous step's output."""
     if previous is not None:
         return read_table(previous, "parquet")
     ddf = load_original(spec)
-    drop = [c for c in spec.variables.direct_identifiers if c in ddf.columns]
+    drop = [c for c in [*spec.variables.direct_identifiers, *spec.variables.drop] if c in ddf.columns]
     return ddf.drop(columns=drop) if drop else ddf
 
 
@@ -164,9 +180,11 @@ def _json_default(o):
 
 
 def manifest(spec: ReleaseSpec, out_dir: Path, row_counts: dict[str, int]) -> dict:
-    """Spec hash, seed, package versions, row counts and a SHA-256 per output file (manifest.json excluded)."""
+    """Spec hash, seed, package versions, row counts, what the release did with each input column and a SHA-256
+    per output file (manifest.json excluded)."""
     return {
         "spec_name": spec.name,
+        "columns": spec.column_accounting(),
         "spec_hash": spec.spec_hash(),
         "seed": spec.seed,
         "packages": package_versions(),

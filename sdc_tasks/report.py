@@ -378,11 +378,12 @@ def gate_section(gate: dict) -> Section:
 
 
 def variables_section(variables: dict) -> Section:
-    """Return the variables section (masked, key, dropped, strata)."""
+    """Return the variables section (masked, key, dropped, passed through, strata)."""
     rows = [
         ("Masked", _names(variables["masked"])),
         ("Key (intruder's)", _names(variables["key"])),
         ("Dropped", _names(variables["dropped"])),
+        ("Passed through unchanged", _names(variables.get("passed_through", []))),
         ("Strata", variables["strata"] or "none"),
     ]
     return Section("Variables", table=Table(("Role", "Variables"), rows))

@@ -43,7 +43,21 @@ def families_for_measure(measure: str) -> tuple[str, ...] | None:
     return None
 
 
-CATEGORICAL_ROLES = ("categorical", "ordinal", "weight")
+OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
+ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
+ROLE_CLASHES = (  # (role, the roles it cannot share a column with); continuous and categorical are checked apart
+    ("direct_identifiers", ("key", "continuous", "categorical", "weight", "strata", "pass_through", "drop")),
+    ("drop", ("key", "continuous", "categorical", "weight", "strata", "pass_through")),
+    ("pass_through", ("key", "continuous", "categorical", "weight", "strata")),
+    ("weight", ("key", "continuous", "categorical", "strata")),
+    ("strata", ("continuous",)),
+)
+
+
+def _either(names: Iterable[str]) -> str:
+    """'a, b or c'."""
+    *rest, last = names
+    return f"{', '.join(rest)} or {last}" if rest else last
 
 
 class SpecError(ValueError):
@@ -62,11 +76,11 @@ class InputSpec(_Strict):
 
 
 class VariableRoles(_Strict):
-    """The role of each column in the release."""
+    """The role of each column in the release: every column of the input has one (the id column aside)."""
 
     direct_identifiers: list[str] = Field(default_factory=list, description="dropped from the release")
     key: list[str] = Field(default_factory=list, description="key variables an intruder may link on, in order "
-                           "(continuous or categorical)")
+                           "(each also continuous or categorical)")
     continuous: list[str] = Field(default_factory=list, description="continuous variables to mask and evaluate")
     categorical: list[str] = Field(default_factory=list,
                                    description="categorical variables, masked and evaluated as categories")
@@ -75,17 +89,20 @@ class VariableRoles(_Strict):
         "sorted values of the data)")
     weight: str | None = Field(default=None, description="sampling weight column, passed through unmasked")
     strata: str | None = Field(default=None, description="categorical column; masking runs within each stratum")
+    pass_through: list[str] = Field(default_factory=list, description="published unchanged (not sensitive)")
+    drop: list[str] = Field(default_factory=list, description="left out of the release")
+
+    def named(self) -> dict[str, list[str]]:
+        """{role: the columns it names} for every role but ordinal (a part of categorical)."""
+        return {"direct_identifiers": self.direct_identifiers, "key": self.key, "continuous": self.continuous,
+                "categorical": self.categorical, "weight": [self.weight] if self.weight else [],
+                "strata": [self.strata] if self.strata else [], "pass_through": self.pass_through,
+                "drop": self.drop}
 
     @model_validator(mode="after")
     def _disjoint(self) -> "VariableRoles":
-        weight = [self.weight] if self.weight else []
-        clash = set(self.direct_identifiers) & (set(self.continuous) | set(self.key) | set(self.categorical)
-                                                | set(weight))
-        if clash:
-            raise ValueError(f"direct identifiers {sorted(clash)} cannot also be key, continuous, categorical or "
-                             "weight variables")
-        for role in ("continuous", "categorical"):
-            names = getattr(self, role)
+        named = self.named()
+        for role, names in named.items():
             if len(set(names)) != len(names):
                 raise ValueError(f"{role} lists a variable twice")
         if not self.continuous and not self.categorical:
@@ -93,14 +110,20 @@ class VariableRoles(_Strict):
         both = set(self.continuous) & set(self.categorical)
         if both:
             raise ValueError(f"{sorted(both)} cannot be both continuous and categorical")
+        for role, others in ROLE_CLASHES:
+            clash = set(named[role]) & {v for other in others for v in named[other]}
+            if clash:
+                raise ValueError(f"{role} {sorted(clash)} cannot also be {_either(others)}: give each column one "
+                                 "role")
+        loose = [k for k in self.key if k not in {*self.continuous, *self.categorical}]
+        if loose:
+            raise ValueError(f"key variable {loose[0]!r} must also be listed under continuous or categorical (keys "
+                             "are masked)")
         for var, order in self.ordinal.items():
             if var not in self.categorical:
                 raise ValueError(f"ordinal.{var}: {var!r} is not listed in categorical")
             if order is not None and len(set(order)) != len(order):
                 raise ValueError(f"ordinal.{var} lists a category twice")
-        if self.weight and self.weight in set(self.continuous) | set(self.categorical) | set(self.key):
-            raise ValueError(f"weight {self.weight!r} is passed through unmasked: it cannot also be a key, continuous "
-                             "or categorical variable")
         return self
 
 
@@ -184,10 +207,21 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
-        roles = self.variables
-        if self.id_column in [*roles.continuous, *roles.categorical, *([roles.weight] if roles.weight else [])]:
-            raise ValueError(f"id_column {self.id_column!r} cannot be a continuous, categorical or weight variable")
+        id_roles = [role for role, names in self.variables.named().items() if self.id_column in names]
+        if id_roles:
+            raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
+        self._check_every_variable_masked()
         return self
+
+    def _check_every_variable_masked(self) -> None:
+        """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
+        masks: a column published unchanged must say so under pass_through."""
+        roles, masked = self.variables, set(self.masked_variables())
+        for role in ("continuous", "categorical"):
+            idle = [v for v in getattr(roles, role) if v not in masked and v != roles.strata]
+            if idle:
+                raise ValueError(f"variables.{role}: {idle[0]!r} is masked by no step: mask it in a step, or list it "
+                                 "under variables.pass_through to publish it unchanged")
 
     def _check_step_variables(self, i: int) -> None:
         """Raise ValueError naming step ``i`` and the variable when it masks a variable of another kind than its
@@ -275,14 +309,41 @@ class ReleaseSpec(_Strict):
             return [v for v in self.categorical_keys if v != roles.strata] or categorical
         return categorical
 
+    def masked_variables(self) -> list[str]:
+        """The variables some step masks, in the order the steps first name them."""
+        return list(dict.fromkeys(v for i in range(len(self.steps)) for v in self.step_variables(i)))
+
+    def column_accounting(self) -> dict[str, str]:
+        """{column: what the release does with it} for the id column and every column the roles name."""
+        roles = self.variables
+        return column_accounting(roles.pass_through, self.id_column, self.masked_variables(),
+                                 roles.strata, roles.weight, [*roles.direct_identifiers, *roles.drop])
+
     def spec_hash(self) -> str:
-        """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical
-        roles enter it only when set, so a spec without them keeps the hash it had before they existed."""
+        """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical,
+        pass_through and drop roles enter it only when set, so a spec without them keeps the hash it had before
+        they existed."""
         data = self.model_dump(mode="json")
-        unset = [r for r in CATEGORICAL_ROLES if r not in self.variables.model_fields_set]
+        unset = [r for r in OPTIONAL_ROLES if r not in self.variables.model_fields_set]
         data["variables"] = {r: v for r, v in data["variables"].items() if r not in unset}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
+
+
+def column_accounting(columns: Iterable[str], id_column: str, masked: Iterable[str], strata: str | None = None,
+                      weight: str | None = None, dropped: Iterable[str] = ()) -> dict[str, str]:
+    """{column: "id", "strata", "weight", "masked", "dropped" or, for the rest of ``columns``, "passed_through"}:
+    what a release or ``sdc mask`` does with each column (the manifest's and the summary's accounting)."""
+    accounting = {c: "passed_through" for c in columns}
+    accounting.update({c: "dropped" for c in dropped})
+    accounting.update({c: "masked" for c in masked})
+    accounting.update({c: role for c, role in ((weight, "weight"), (strata, "strata"), (id_column, "id")) if c})
+    return accounting
+
+
+def columns_by_role(accounting: dict[str, str]) -> dict[str, list[str]]:
+    """{accounting role: its columns, in accounting order} for every role of ACCOUNTING_ROLES."""
+    return {role: [c for c, r in accounting.items() if r == role] for role in ACCOUNTING_ROLES}
 
 
 def _field_errors(exc: ValidationError) -> str:

@@ -17,6 +17,7 @@ from sdc_tasks.blocking import offsets_of
 from sdc_tasks.io import InputError, read_table, read_with_ids
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
+NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
 FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max"]
 
 
@@ -130,17 +131,59 @@ def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id
             raise InputError(f"{where} = {k} exceeds the number of records of {what} ({n})")
         small = sizes[sizes < k]
         if len(small):
-            raise InputError(f"{where} = {k} but stratum {small.index[0]!r} of {strata!r} has {int(small.iloc[0])} "
-                             f"records (fewer than k)")
+            size = int(small.iloc[0])
+            raise InputError(f"{where} = {k} but stratum {small.index[0]!r} of {strata!r} has {size} "
+                             f"record{'s' if size > 1 else ''} (fewer than {k})")
     per_column = facts.groupby("column", sort=False).agg(lo=("min", "min"), hi=("max", "max"))
     return {"n_records": n, "partitions": int(ddf.npartitions),
             "constant_variables": [c for c in numeric if per_column.loc[c, "lo"] == per_column.loc[c, "hi"]]}
 
 
+def fewest_records(params: dict, k_name: str, step_name: str) -> tuple[str, int]:
+    """(what a check names, the fewest records a stratum of one masking step may hold): k for the methods with a
+    group size (``k_name`` names it), else 2 for any method (``step_name`` names the step): a record alone in its
+    stratum has no partner to swap with, no group and no spread, and would be published as it is."""
+    return (k_name, params["k"]) if "k" in params else (f"{step_name}: records needed per stratum", 2)
+
+
+def _is_number_type(dtype) -> bool:
+    """Whether a column type holds numbers (true/false excluded: a default selection does not mask them)."""
+    return pd.api.types.is_numeric_dtype(dtype) and not pd.api.types.is_bool_dtype(dtype)
+
+
+def _number_like_counts(part: pd.DataFrame) -> pd.DataFrame:
+    """Per column of one partition: its filled cells and those that read as a number (1e400 included) or as
+    true/false."""
+    rows = []
+    for c in part.columns:
+        filled = part[c].dropna()
+        rows.append((len(filled), int(filled.astype(str).str.fullmatch(NUMBER_LIKE, case=False).sum())))
+    return pd.DataFrame(rows, index=part.columns, columns=["filled", "numbers"])
+
+
+def _mostly_numbers(ddf: dd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Filled and number-like cells of each of ``columns`` (one pass), for those where number-like cells are
+    at least half the filled ones."""
+    if not columns:
+        return pd.DataFrame(columns=["filled", "numbers"])
+    counts = pd.concat(dask.compute(*[dask.delayed(_number_like_counts)(p) for p in ddf[columns].to_delayed()]))
+    counts = counts.groupby(level=0, sort=False).sum()
+    return counts[(counts["filled"] > 0) & (2 * counts["numbers"] >= counts["filled"])]
+
+
 def numeric_columns(path: str | Path, exclude: list[str], what: str) -> list[str]:
-    """The numeric columns of the file at ``path`` but ``exclude``; raise InputError when it has none."""
+    """The numeric columns of the file at ``path`` but ``exclude`` (the default variables of a command); raise
+    InputError when it has none, or naming a column left out that mostly holds numbers or true/false (text in
+    one cell, an overflowing number, booleans), which a default selection would otherwise publish unmasked."""
     ddf = read_table(path)
-    found = [c for c, t in ddf.dtypes.items() if c not in exclude and pd.api.types.is_numeric_dtype(t)]
+    candidates = [c for c in ddf.columns if c not in exclude]
+    found = [c for c in candidates if _is_number_type(ddf.dtypes[c])]
+    doubtful = _mostly_numbers(ddf, [c for c in candidates if c not in found])
+    if len(doubtful):
+        column, (filled, numbers) = doubtful.index[0], doubtful.iloc[0]
+        raise InputError(f"column {column!r} of {what} is left out of the default variables (numeric columns) but "
+                         f"{numbers} of its {filled} filled cells are numbers or true/false: name the variables "
+                         "with --vars (sdc compare: --variables), or fix the column")
     if not found:
         raise InputError(f"{what} has no records" if len(ddf.head(1, npartitions=-1)) == 0 else
                          f"{what} has no numeric column (columns: {', '.join(map(str, ddf.columns))})")

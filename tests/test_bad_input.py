@@ -211,6 +211,47 @@ def test_stratum_without_a_value(ws, small, no_cluster):
     assert "strata column 'region'" in msg and "no value in row 20" in msg
 
 
+def test_stratum_of_one_record_is_refused_for_rank_swapping(ws, small, no_cluster):
+    small["region"] = ["north"] * (ROWS - 1) + ["south"]
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "rankswap", "--param", "p=10",
+                     "--strata", "region")
+    assert "rankswap: records needed per stratum = 2 but stratum 'south' of 'region' has 1 record (fewer than 2)" in msg
+
+
+@pytest.mark.parametrize("column, cells", [
+    ("AGI", {7: "1e400"}),                                            # overflows a float: read as text
+    ("FLAG", {i: ("True" if i % 2 else "False") for i in range(ROWS - 1)}),  # booleans with a gap: text
+    ("FLAG", {i: bool(i % 2) for i in range(ROWS)}),                   # booleans throughout: bool type
+])
+def test_default_variables_refuse_a_mostly_numeric_column_left_out(ws, small, no_cluster, column, cells):
+    small[column] = small[column].astype(object) if column in small else None
+    for row, cell in cells.items():
+        small.loc[row, column] = cell
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), "--method", "mdav", "--param", "k=3")
+    assert f"column {column!r} of input" in msg and "left out of the default variables" in msg
+    assert "name the variables with --vars" in msg and "1e400" not in msg
+
+
+def test_default_variables_pass_text_through_and_say_so(ws, small, no_cluster):
+    small["name"] = [f"person {i}" for i in range(ROWS)]
+    out = ws.root / "out.csv"
+    code, output = invoke("mask", "--input", write_csv(ws.root / "in.csv", small), "--method", "mdav",
+                          "--param", "k=3", "--out", out)
+    assert code == 0, output
+    assert f"columns: masked {', '.join(small.columns[1:-1])}; passed_through name; id record_id" in output
+    assert pd.read_csv(out)["name"].tolist() == small["name"].tolist()
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--method", "mdav", "--param", "k=3", "--vars", "AGI,record_id"],
+     "--vars names the id column 'record_id' (--id-col): ids are not masked"),
+    (["--method", "rankswap", "--param", "p=10", "--vars", "AGI,FICA", "--strata", "FICA"],
+     "--strata 'FICA' is also named in --vars: the strata column is not masked"),
+])
+def test_vars_naming_the_id_or_strata_column_is_refused(ws, small, no_cluster, args, message):
+    assert message in mask_fails(ws, write_csv(ws.root / "in.csv", small), *args)
+
+
 def test_mask_output_that_exists_is_left_alone(ws, small, no_cluster):
     source = write_csv(ws.root / "in.csv", small)
     (ws.root / "out").mkdir()
@@ -356,7 +397,9 @@ def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
 
 
 @pytest.mark.parametrize("change, message", [
-    (lambda d, s: s["variables"].update(key=["AGI", "NETWORTH"]), "has no column 'NETWORTH'"),
+    (lambda d, s: s["variables"].update(key=["AGI", "NETWORTH"], continuous=["AGI", "NETWORTH"],
+                                        pass_through=[c for c in d.columns[1:] if c != "AGI"]),
+     "has no column 'NETWORTH'"),
     (lambda d, s: s["variables"].update(strata="county"), "has no column 'county'"),
     (lambda d, s: s["variables"].update(direct_identifiers=["name"]), "has no column 'name'"),
     (lambda d, s: s.update(create_id=True), "cannot create id column 'record_id'"),
@@ -364,6 +407,16 @@ def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
     (lambda d, s: (d.__setitem__("region", ["a"] * 36 + ["b"] * 4), s["variables"].update(strata="region")),
      "steps.0.params.k = 7 but stratum 'b' of 'region' has 4 records"),
     (lambda d, s: d.__setitem__("record_id", [0] * ROWS), "39 repeated ids (e.g. record_id = 0 in rows 0 and 1)"),
+    (lambda d, s: d.__setitem__("name", ["x"] * ROWS), "column 'name' has no role in the spec: list each under "
+     "variables (continuous or categorical to mask it, pass_through to publish it unchanged, drop or "
+     "direct_identifiers to leave it out)"),
+    (lambda d, s: (d.__setitem__("name", ["x"] * ROWS), d.__setitem__("note", ["y"] * ROWS)),
+     "columns 'name', 'note' have no role in the spec"),
+    (lambda d, s: s["variables"].update(pass_through=["region"]), "has no column 'region'"),
+    (lambda d, s: s["variables"].update(drop=["note"]), "has no column 'note'"),
+    (lambda d, s: (d.__setitem__("region", ["a"] * 39 + ["b"]), s["variables"].update(strata="region"),
+                   s.update(steps=[{"method": "rankswap", "params": {"p": 10}}])),
+     "steps.0 (rankswap): records needed per stratum = 2 but stratum 'b' of 'region' has 1 record (fewer than 2)"),
 ])
 def test_release_input_errors(tmp_path, small, sync_dask, change, message):
     spec = demo_spec(input={"path": str(tmp_path / "input.csv")}, create_id=False,

@@ -50,8 +50,14 @@ def test_mixed_release_masks_both_kinds_and_keeps_dtypes(releases):
     assert masked[KEYS].isna().any(axis=None)
     assert masked.groupby(KEYS, dropna=False).size().min() >= 3
     assert masked.groupby(["expend", "income", "savings"]).size().min() >= 3
-    for passed in ("hhcivil", "sampling_weight", "household_weights", "ori_hid"):
+    for passed in ("hhcivil", "sampling_weight", "household_weights"):
         pd.testing.assert_series_equal(masked[passed], original[passed], check_dtype=False)
+    assert "ori_hid" not in masked.columns  # dropped: the household id is not published
+    columns = json.loads((out / "manifest.json").read_text())["columns"]
+    assert set(columns) == {"record_id", *original.columns}
+    assert {c: columns[c] for c in ("hhcivil", "household_weights", "sampling_weight", "ori_hid", "age")} == {
+        "hhcivil": "passed_through", "household_weights": "passed_through", "sampling_weight": "weight",
+        "ori_hid": "dropped", "age": "masked"}
     assert [s["method"] for s in summary["steps"]] == ["top_coding", "pram", "local_suppression", "mdav"]
     report = (out / "report.md").read_text()
     assert all(m in report for m in ("top_coding", "pram", "local_suppression", "mdav"))

@@ -21,7 +21,9 @@ MIXED = {
     "create_id": True,
     "variables": {"key": ["roof", "walls", "expend"], "categorical": ["roof", "walls", "age", "sex"],
                   "ordinal": {"age": None, "walls": [2, 3, 9]}, "continuous": ["expend", "income"],
-                  "weight": "sampling_weight"},
+                  "weight": "sampling_weight", "drop": ["ori_hid"],
+                  "pass_through": ["urbrur", "water", "electcon", "relat", "hhcivil", "savings",
+                                   "household_weights"]},
     "steps": [{"method": "top_coding", "params": {"p": 2}}, {"method": "pram", "params": {"theta": 0.3}},
               {"method": "local_suppression", "params": {"k": 3}}, {"method": "mdav", "params": {"k": 3}}],
     "output": {"dir": "out"},
@@ -45,7 +47,7 @@ def test_roles_defaults_and_helpers():
 
 
 def test_metric_families_default_to_the_kinds_of_variables_the_spec_has():
-    data = {**mixed(continuous=None), "steps": MIXED["steps"][:3]}
+    data = {**mixed(continuous=None, key=["roof", "walls"]), "steps": MIXED["steps"][:3]}
     assert parse_spec(data).metrics == ["cat_il", "cat_risk"]
     assert parse_spec(mixed()).metrics == ["il", "pil", "dld", "pld", "id", "cat_il", "cat_risk"]
     with pytest.raises(SpecError, match=r"metrics: family 'il' evaluates continuous variables but "
@@ -78,7 +80,8 @@ def test_a_step_of_the_wrong_kind_names_step_and_variable(steps, message):
      r"|ordinal.income: 'income' is not listed in categorical"),
     ({"ordinal": {"age": [1, 2, 1]}}, r"ordinal.age lists a category twice"),
     ({"categorical": ["roof", "walls", "age", "expend"]}, r"\['expend'\] cannot be both continuous and categorical"),
-    ({"weight": "income"}, r"weight 'income' is passed through unmasked"),
+    ({"weight": "income"}, r"weight \['income'\] cannot also be key, continuous, categorical or strata: give each "
+     r"column one role"),
     ({"continuous": [], "categorical": []}, r"continuous must name at least one variable"),
 ])
 def test_role_errors_name_the_field(roles, message):
@@ -90,7 +93,7 @@ def test_role_errors_name_the_field(roles, message):
 def test_a_spec_without_categorical_roles_keeps_its_hash():
     spec = load_spec(bundled_path("demo.yaml"))
     data = spec.model_dump(mode="json")
-    for role in ("categorical", "ordinal", "weight"):
+    for role in ("categorical", "ordinal", "weight", "pass_through", "drop"):
         del data["variables"][role]
     canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
     assert spec.spec_hash() == hashlib.sha256(canonical.encode()).hexdigest()

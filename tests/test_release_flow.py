@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from sdc_tasks.generate import bundled_path
+from sdc_tasks.generate import CENSUS_VARIABLES, bundled_path
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.release import GateRefused
 
@@ -84,6 +84,7 @@ def test_manifest_checksums_match_files(published):
     assert manifest["row_counts"] == {"original": 1080, "masked": 1080}
     assert manifest["seed"] == 20261123 and len(manifest["spec_hash"]) == 64
     assert manifest["packages"]["dask"]
+    assert manifest["columns"] == {"record_id": "id", **{c: "masked" for c in CENSUS_VARIABLES}}
 
 
 def test_report_says_published_and_holds_no_record_values(published, census):
@@ -124,26 +125,35 @@ def test_bad_input_leaves_no_output(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
 
 
-def test_rank_swap_release_with_dropped_identifier(tmp_path, census):
+def test_rank_swap_release_accounts_for_every_column(tmp_path, census):
     data = census.copy()
     data["name"] = [f"person-{i}" for i in range(len(data))]
+    data["note"] = "interviewer remark"
     src = tmp_path / "with_names.csv"
     data.to_csv(src, index=False)
+    masked_vars, passed = ["FEDTAX", "AGI", "PTOTVAL"], [c for c in census.columns[1:] if c not in {"FEDTAX", "AGI",
+                                                                                                    "PTOTVAL"}]
     spec = write_spec(
         tmp_path,
         input={"path": str(src), "format": "csv"},
         create_id=False,
-        variables={"direct_identifiers": ["name"], "key": ["FEDTAX", "AGI"],
-                   "continuous": ["FEDTAX", "AGI", "PTOTVAL"]},
+        variables={"direct_identifiers": ["name"], "key": ["FEDTAX", "AGI"], "continuous": masked_vars,
+                   "pass_through": passed, "drop": ["note"]},
         steps=[{"method": "rankswap", "params": {"p": 10}}],
         gate={"max": {"ID": 95.0}},
     )
-    run(spec)
-    masked = pd.read_parquet(tmp_path / "release" / "masked")
-    assert "name" not in masked.columns
-    for v in ("FEDTAX", "AGI", "PTOTVAL"):
+    summary = run(spec)
+    out = tmp_path / "release"
+    masked = pd.read_parquet(out / "masked").sort_values("record_id").reset_index(drop=True)
+    assert list(masked.columns) == ["record_id", *census.columns[1:]]  # name and note are not published
+    for v in masked_vars:
         assert sorted(masked[v]) == sorted(census[v].astype(float))
-    assert (masked["POTHVAL"].to_numpy() == census["POTHVAL"].to_numpy()).all()
+    pd.testing.assert_frame_equal(masked[passed], census[passed])  # same values and types
+    expected = {"record_id": "id", "name": "dropped", "note": "dropped", **{v: "masked" for v in masked_vars},
+                **{v: "passed_through" for v in passed}}
+    assert json.loads((out / "manifest.json").read_text())["columns"] == expected == summary["variables"]["columns"]
+    assert summary["variables"]["passed_through"] == passed and summary["variables"]["dropped"] == ["name", "note"]
+    assert "Passed through unchanged" in (out / "report.md").read_text()
 
 
 def test_prefect_shows_each_stage_as_a_named_task(tmp_path):

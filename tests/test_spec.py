@@ -125,3 +125,50 @@ def test_bad_yaml_and_missing_file(tmp_path):
     (tmp_path / "bad.yaml").write_text("a: [1, 2\n")
     with pytest.raises(SpecError, match="not valid YAML"):
         load_spec(tmp_path / "bad.yaml")
+
+
+# ---- every column has one role ----
+
+
+def roles(**changes) -> dict:
+    """BASE with its variable roles updated."""
+    return with_("variables", {**BASE["variables"], **changes})
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"pass_through": ["B"]}, r"pass_through \['B'\] cannot also be key, continuous, categorical, weight or strata"),
+    ({"drop": ["A"]}, r"drop \['A'\] cannot also be key, continuous, categorical, weight, strata or pass_through"),
+    ({"drop": ["C"], "pass_through": ["C"]}, r"drop \['C'\] cannot also be .* or pass_through"),
+    ({"direct_identifiers": ["C"], "drop": ["C"]}, r"direct_identifiers \['C'\] cannot also be .*drop"),
+    ({"weight": "C", "strata": "C"}, r"weight \['C'\] cannot also be key, continuous, categorical or strata"),
+    ({"strata": "B"}, r"strata \['B'\] cannot also be continuous"),
+    ({"pass_through": ["C", "C"]}, "pass_through lists a variable twice"),
+    ({"key": ["A", "C"]}, "key variable 'C' must also be listed under continuous or categorical"),
+])
+def test_roles_are_disjoint_and_keys_are_masked(changes, message):
+    with pytest.raises(SpecError, match=r"spec field 'variables'") as err:
+        parse_spec(roles(**changes))
+    assert err.match(message)
+
+
+@pytest.mark.parametrize("changes, message", [
+    ({"variables": {**BASE["variables"], "pass_through": ["record_id"]}},
+     "id_column 'record_id' cannot also be listed under variables.pass_through"),
+    ({"variables": {**BASE["variables"], "strata": "record_id"}},
+     "id_column 'record_id' cannot also be listed under variables.strata"),
+    ({"steps": [{"method": "mdav", "params": {"k": 3}, "variables": ["A"]}]},
+     "variables.continuous: 'B' is masked by no step: mask it in a step, or list it under variables.pass_through"),
+])
+def test_id_column_has_no_other_role_and_every_variable_is_masked(changes, message):
+    with pytest.raises(SpecError, match=message):
+        parse_spec({**BASE, **changes})
+
+
+def test_column_accounting_covers_every_role():
+    data = roles(continuous=["A", "B"], categorical=["R", "S"], key=["A", "S"], strata="R", weight="W",
+                 pass_through=["REGION"], drop=["NOTE"], direct_identifiers=["NAME"])
+    spec = parse_spec({**data, "steps": [*BASE["steps"], {"method": "pram", "params": {"theta": 0.3}}]})
+    assert spec.column_accounting() == {"REGION": "passed_through", "NAME": "dropped", "NOTE": "dropped",
+                                        "A": "masked", "B": "masked", "S": "masked", "W": "weight",
+                                        "R": "strata", "record_id": "id"}
+    assert spec.masked_variables() == ["A", "B", "S"]  # the strata column R is categorical but never masked
