@@ -158,9 +158,11 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
                                              "p, q, target_e, max_iter (postmask); p (top_coding, "
                                              "bottom_coding, global_recoding); theta (pram); k "
                                              "(local_suppression)"),
-             vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated (default: all "
-                                                "numeric columns but the id; categorical methods need them named; "
-                                                "local_suppression: the key variables)"),
+             vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated, never the id or "
+                                                "strata column (default: all numeric columns but the id and strata, "
+                                                "refused if a column left out mostly holds numbers or true/false; "
+                                                "categorical methods need them named; local_suppression: the key "
+                                                "variables)"),
              ordinal: list[str] = typer.Option([], help="category order of an ordinal variable, VAR=c1,c2,... "
                                                "(repeatable; default: its sorted values)"),
              seed: int = typer.Option(0, help="random seed"),
