@@ -118,7 +118,8 @@ def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, messag
 
 
 def test_bad_input_leaves_no_output(tmp_path):
-    spec = write_spec(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"]})
+    spec = write_spec(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"],
+                                           "pass_through": [c for c in CENSUS_VARIABLES if c != "FEDTAX"]})
     with pytest.raises(Exception, match="NOPE"):
         run(spec)
     assert not (tmp_path / "release").exists()
