@@ -125,7 +125,7 @@ def _holder(lock: Path) -> dict | None:
         return {}
     with contextlib.suppress(ValueError):
         holder = json.loads(text)
-        if isinstance(holder, dict) and isinstance(holder.get("pid"), int):
+        if isinstance(holder, dict) and isinstance(holder.get("pid"), int) and holder["pid"] > 0:
             return holder
     return {}
 

@@ -190,6 +190,20 @@ def test_output_that_contains_the_input_is_refused(tmp_path):
     assert source.read_text() == "a\n1\n"
 
 
+@pytest.mark.parametrize("command", [
+    ["evaluate", "--original", "{census}", "--masked", "{copy}", "--out", "{copy}", "--overwrite"],
+    ["compare", "--input", "{copy}", "--out", "{root}", "--overwrite"],
+])
+def test_evaluate_and_compare_outputs_are_guarded_too(tmp_path, command, no_cluster):
+    copy = tmp_path / "census.csv"
+    copy.write_bytes(bundled_path("census.csv").read_bytes())
+    names = {"census": bundled_path("census.csv"), "copy": copy, "root": tmp_path}
+    result = CliRunner().invoke(app, [arg.format(**names) for arg in command])
+    assert result.exit_code == 2 and f"the input {copy}" in result.output, result.output
+    assert copy.read_bytes() == bundled_path("census.csv").read_bytes() and [p.name for p in tmp_path.iterdir()] == [
+        "census.csv"]
+
+
 def test_output_whose_parent_is_a_file_is_an_input_error(tmp_path, no_cluster):
     blocker = tmp_path / "notes.txt"
     blocker.write_text("x")
@@ -349,3 +363,17 @@ def test_apply_step_scratch_lives_in_the_private_scratch_directory(private_tmp, 
     (scratch,) = list(O.scratch_root().iterdir())
     assert scratch.name.startswith(f"step.{O.HOST_TAG}.{os.getpid()}.") and mode(scratch) == 0o700
     assert len(staged.frame.compute()) == 30
+
+
+@pytest.mark.parametrize("out", ["ds", "ds-link"])
+def test_release_onto_its_input_dataset_is_refused_and_the_input_kept(dataset, tmp_path, out, prefect_harness):
+    import yaml
+
+    (tmp_path / "ds-link").symlink_to(dataset, target_is_directory=True)
+    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
+    spec.update(input={"path": "ds"}, output={"dir": out, "overwrite": True}, create_id=True)
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    before = tree_checksums(dataset)
+    result = CliRunner().invoke(app, ["release", str(tmp_path / "spec.yaml")])
+    assert result.exit_code == 2 and f"is the input {dataset}" in result.output
+    assert tree_checksums(dataset) == before and sorted(p.name for p in dataset.iterdir()) == ["part-0.parquet"]
