@@ -144,11 +144,14 @@ def _busy_message(final: Path, lock: Path, holder: dict) -> str:
 
 
 def _try_lock(lock: Path) -> bool:
-    """Create ``lock`` atomically (O_CREAT|O_EXCL) naming this host, pid and start time; False if it exists."""
+    """Create ``lock`` atomically (O_CREAT|O_EXCL) naming this host, pid and start time; False if it exists,
+    InputError naming it when it cannot be created (a read-only directory)."""
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
+    except OSError as exc:
+        raise InputError(f"cannot create the output's lock {lock}: {exc.strerror}") from None
     with os.fdopen(fd, "w") as f:
         json.dump({"host": HOST, "pid": os.getpid(),
                    "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, f)

@@ -213,6 +213,17 @@ def test_output_whose_parent_is_a_file_is_an_input_error(tmp_path, no_cluster):
     assert code == 2 and output.startswith("error: cannot create output") and "Traceback" not in output
 
 
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into read-only directories")
+def test_output_in_a_read_only_directory_is_an_input_error(tmp_path):
+    shelf = tmp_path / "shelf"
+    shelf.mkdir(mode=0o500)
+    try:
+        with pytest.raises(InputError, match=f"cannot create the output's lock {shelf / '.release.lock'}"):
+            write_dir(shelf / "release", "x")
+    finally:
+        shelf.chmod(0o700)
+
+
 # ---- overwrite replaces only the tool's own outputs ----
 
 
