@@ -62,7 +62,8 @@ def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id"
     fams = tuple(families or DEFAULT_FAMILIES)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     name = f"{Path(masked).name} vs {Path(original).name}"
-    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite, inputs=[original, masked, reference]) as tmp:
+    with dask_client(dask_address, workers), \
+            atomic_output_dir(out_dir, overwrite, inputs=[original, masked, reference]) as tmp:
         cat = {"categorical": categorical, "ordinal": ordinal, "weight": weight, "reference": reference}
         metrics = information_loss(original, masked, id_col, variables, key_vars, fams, pairing, cat)
         metrics.update(disclosure_risk(original, masked, id_col, variables, key_vars, fams, pairing, cat))

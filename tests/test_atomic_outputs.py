@@ -369,8 +369,8 @@ def test_apply_step_scratch_lives_in_the_private_scratch_directory(private_tmp, 
 
     frame = pd.read_csv(bundled_path("census.csv")).head(30)
     frame.insert(0, "record_id", range(len(frame)))
-    staged = apply_step(dd.from_pandas(frame, npartitions=2), "mdav", ["FEDTAX", "AGI"], validate_params("mdav", {"k": 3}),
-                        StepContext(0, 0, "record_id", None))
+    staged = apply_step(dd.from_pandas(frame, npartitions=2), "mdav", ["FEDTAX", "AGI"],
+                        validate_params("mdav", {"k": 3}), StepContext(0, 0, "record_id", None))
     (scratch,) = list(O.scratch_root().iterdir())
     assert scratch.name.startswith(f"step.{O.HOST_TAG}.{os.getpid()}.") and mode(scratch) == 0o700
     assert len(staged.frame.compute()) == 30

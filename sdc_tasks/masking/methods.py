@@ -206,7 +206,8 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
 def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dict[str, Any], ctx: A.StepContext,
                work_dir: str | Path | None = None) -> A.Staged:
     """Run block, mask and restore for one method, each stage written to Parquet under ``work_dir`` (a
-    private scratch directory when None (sdc_tasks.outputs.scratch_dir), kept until the returned frame has been computed or written)."""
+    private scratch directory when None, ``sdc_tasks.outputs.scratch_dir``, kept until the returned frame has
+    been computed or written)."""
     scratch = scratch_dir("step") if work_dir is None else None
     root = Path(scratch.name if scratch else work_dir)
     source, blocks = ddf, A.scope_count(ddf, ctx)
