@@ -20,6 +20,7 @@ from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
 from flows.release import release
+from sdc_tasks.outputs import check_output
 from sdc_tasks.spec import load_spec
 
 DEFAULT_SCHEDULES = {
@@ -44,7 +45,8 @@ def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: d
                         timezone: str = "UTC", dask_address: str | None = None) -> list[RunnerDeployment]:
     """One deployment of ``release`` per named cron schedule, each releasing the spec to ``out_dir/<name>``.
 
-    The spec is loaded here, so a bad spec fails when the deployments are built rather than at the first run.
+    The spec is loaded and each output checked against the spec's input here, so a bad spec or output fails
+    when the deployments are built rather than at the first run.
     """
     try:
         ZoneInfo(timezone)
@@ -55,6 +57,7 @@ def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: d
     out = Path(out_dir).resolve()
     deployments = []
     for name, cron in (DEFAULT_SCHEDULES if schedules is None else schedules).items():
+        check_output(out / name, [spec.input_path])
         parameters = {"spec_path": str(spec_file), "out_dir": str(out / name), "overwrite": True}
         if dask_address:
             parameters["dask_address"] = dask_address

@@ -19,7 +19,7 @@ from sdc_tasks.compare import (CompareInput, Grid, check_best_spec, load_grid, p
                                prepare_input)
 from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
                                        ranking_columns, write_comparison, write_release_spec)
-from sdc_tasks.io import atomic_output_dir
+from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.report import markdown_section
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
@@ -68,7 +68,7 @@ def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str 
     bounds = parse_limits(limits or [])
     chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel, best_spec)
     log.info("%d configurations, parallel mode %s", len(chosen.configurations()), mode)
-    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:
+    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite, inputs=[input_path]) as tmp:
         c = evaluate_grid(source, chosen, mode, bounds, str(tmp / "_work"), perf_counter())
         report(c, str(tmp), str(Path(out_dir).resolve()))
     if best_spec:

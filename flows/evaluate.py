@@ -16,8 +16,8 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.evaluate import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
-from sdc_tasks.io import atomic_output_dir
 from sdc_tasks.metrics.risk import scores
+from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.release import ru_points, write_json
 from sdc_tasks.report import write_report
 
@@ -62,7 +62,8 @@ def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id"
     fams = tuple(families or DEFAULT_FAMILIES)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     name = f"{Path(masked).name} vs {Path(original).name}"
-    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite) as tmp:
+    with dask_client(dask_address, workers), \
+            atomic_output_dir(out_dir, overwrite, inputs=[original, masked, reference]) as tmp:
         cat = {"categorical": categorical, "ordinal": ordinal, "weight": weight, "reference": reference}
         metrics = information_loss(original, masked, id_col, variables, key_vars, fams, pairing, cat)
         metrics.update(disclosure_risk(original, masked, id_col, variables, key_vars, fams, pairing, cat))

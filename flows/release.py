@@ -19,8 +19,9 @@ from sdc_tasks import __version__
 from sdc_tasks import release as R
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
-from sdc_tasks.io import atomic_output_dir, parquet_row_counts
+from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.metrics.risk import scores
+from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.report import write_report
 from sdc_tasks.spec import ReleaseSpec, columns_by_role, load_spec
 
@@ -120,7 +121,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
     log = get_run_logger()
     started, times, spans = _now(), {}, {}
     d = spec.dask
-    with atomic_output_dir(spec.output_dir, spec.output.overwrite) as tmp, \
+    with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
             dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client:
         log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
                  len(client.scheduler_info()["workers"]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -10,7 +11,8 @@ from typing import Optional
 
 import typer
 
-from sdc_tasks.io import InputError, atomic_output_dir, atomic_output_file, write_parquet
+from sdc_tasks.io import InputError, write_parquet
+from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 from sdc_tasks.spec import SpecError
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
@@ -124,26 +126,27 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
+                 overwrite: bool = typer.Option(False, help="replace an existing --out file"),
                  workers: int = typer.Option(2, help="Dask workers"),
                  dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler")) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.evaluate import evaluate_paths
 
+    writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
+        contextlib.nullcontext()
     try:
-        with dask_client(dask_address, workers), _status(f"evaluating {masked} against {original}"):
+        with writer as tmp_file, dask_client(dask_address, workers), \
+                _status(f"evaluating {masked} against {original}"):
             metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
                                      tuple(_split(families) or ()), pairing, categorical=_split(categorical),
                                      ordinal=_orders(ordinal), weight=weight, reference=reference)
+            text = json.dumps(metrics, indent=2, sort_keys=True)
+            if tmp_file:
+                tmp_file.write_text(text + "\n")
     except USER_ERRORS as exc:
         _fail(exc)
-    text = json.dumps(metrics, indent=2, sort_keys=True)
-    if out:
-        with atomic_output_file(out, overwrite=True) as tmp_file:
-            tmp_file.write_text(text + "\n")
-        typer.echo(f"wrote {out}")
-    else:
-        typer.echo(text)
+    typer.echo(f"wrote {out}" if out else text)
 
 
 @app.command("mask")
@@ -169,6 +172,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
              id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
              strata: Optional[str] = typer.Option(None, help="mask within each value of this column"),
              out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv file"),
+             overwrite: bool = typer.Option(False, help="replace an existing output (a directory only if sdc wrote "
+                                            "it)"),
              original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "
                                                      "postmask move the masked input toward; required by them"),
              workers: int = typer.Option(2, help="Dask workers")) -> None:
@@ -192,7 +197,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
         _check_unmasked(_split(vars) or [], id_col, strata)
         orders = parse_category_orders(ordinal)
         to_csv = out.suffix.lower() == ".csv"
-        with (atomic_output_file(out) if to_csv else atomic_output_dir(out)) as target, dask_client(None, workers), \
+        writer = atomic_output_file if to_csv else atomic_output_dir
+        with writer(out, overwrite, inputs=[input, original]) as target, dask_client(None, workers), \
                 _status(f"masking {input} with {method}"):
             variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
             numeric, named = ([], variables) if categorical else (variables, [])

@@ -18,7 +18,7 @@ from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, best_in_table, catego
 from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result,
                                check_best_spec, check_risk_setup, load_grid, parallel_mode, prepare_input,
                                ranking_score, ranking_table, release_spec, run_grid)
-from sdc_tasks.io import atomic_output_dir, atomic_output_file
+from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 from sdc_tasks.release import write_json
 from sdc_tasks.spec import load_spec, parse_spec
 
@@ -205,7 +205,7 @@ def write_release_spec(c: Comparison, path: str | Path) -> Path:
     path = Path(path)
     spec = release_spec(c.source, c.best, c.limits, c.grid, f"{path.stem}-release")
     parse_spec(spec, base_dir=path.resolve().parent)
-    with atomic_output_file(path, overwrite=True) as tmp:
+    with atomic_output_file(path, overwrite=True, inputs=[c.source.path]) as tmp:
         tmp.write_text(yaml.safe_dump(spec, sort_keys=False))
     load_spec(path)
     return path
@@ -225,7 +225,7 @@ def comparison(input_path: str | Path, out_dir: str | Path, grid: Grid | str | P
     source = prepare_input(input_path, id_col, variables, key_vars, grid)
     mode = parallel_mode(source, parallel)
     limits = dict(limits or {})
-    with atomic_output_dir(out_dir, overwrite) as tmp:
+    with atomic_output_dir(out_dir, overwrite, inputs=[input_path]) as tmp:
         result = compared(source, grid, mode, limits, tmp / "_work", t0, risk_setup)
         write_comparison(result, tmp)
     return result

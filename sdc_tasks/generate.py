@@ -17,7 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import special, stats
 
-from sdc_tasks.io import InputError, atomic_output_dir
+from sdc_tasks.io import InputError
+from sdc_tasks.outputs import atomic_output_dir
 
 CENSUS_VARIABLES: tuple[str, ...] = (
     "AFNLWGT",
@@ -207,7 +208,7 @@ def write_synthetic(
     model = census_model(census_reference() if reference is None else reference)
     final = Path(out_dir).resolve()
     names = []
-    with atomic_output_dir(final, overwrite=False) as tmp:
+    with atomic_output_dir(final, overwrite=False, inputs=[]) as tmp:
         for index, first_id in enumerate(range(0, rows, rows_per_file)):
             chunk = synthetic_chunk(model, min(rows_per_file, rows - first_id), seed, index, first_id, strata)
             path = part_path(tmp, index)

@@ -1,14 +1,11 @@
-"""Reading microdata (CSV or Parquet) as Dask collections and writing outputs atomically."""
+"""Reading microdata (CSV or Parquet) as Dask collections, writing Parquet datasets, checksums (outputs are made
+safe by ``sdc_tasks.outputs``)."""
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
-import os
-import shutil
-import uuid
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -120,11 +117,12 @@ def read_with_ids(path: str | Path, fmt: str, id_col: str, create_id: bool | Non
 def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
     """Write a Dask DataFrame as a Parquet dataset: one file per partition, deterministic names, no index.
 
-    ``path`` is a directory this run owns (a stage's scratch or output): anything already there, such as
-    the files of a failed attempt that is being retried, is removed first.
+    ``path`` is a directory this run owns (a stage's scratch or output): the Parquet files already there, such
+    as those of a failed attempt that is being retried, are removed first; the directory itself is kept (its
+    permissions and the tool's marker file stay).
     """
-    if Path(path).exists():
-        shutil.rmtree(path)
+    for stale in Path(path).glob("*.parquet"):
+        stale.unlink()
     ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
                    write_metadata_file=False)
 
@@ -157,96 +155,3 @@ def tree_checksums(root: Path) -> dict[str, str]:
         for f in sorted(root.rglob("*"))
         if f.is_file()
     }
-
-
-def _sibling(final: Path, kind: str) -> Path:
-    """A hidden sibling of ``final`` for this process: ``.NAME.KIND-PID-RANDOM`` (kind "tmp" or "old")."""
-    return final.parent / f".{final.name}.{kind}-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-
-
-def _alive(pid: int) -> bool:
-    """Whether a process with this id runs on this machine."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
-def _remove_path(path: Path) -> None:
-    """Remove a file or a directory tree, whichever ``path`` is."""
-    if path.is_dir():
-        shutil.rmtree(path, ignore_errors=True)
-    else:
-        path.unlink(missing_ok=True)
-
-
-def recover_interrupted(final: str | Path) -> None:
-    """Clean up after runs that were killed while writing ``final`` (their process is gone): their temporary
-    siblings are removed, and a previous output they had moved aside but not yet replaced is put back, so a
-    killed run leaves the last complete output, never a partial one."""
-    final = Path(final).resolve()
-    if not final.parent.is_dir():
-        return
-    stale = {"tmp": [], "old": []}
-    for path in final.parent.glob(f".{final.name}.*-*-*"):
-        kind, _, rest = path.name[len(final.name) + 2:].partition("-")
-        pid = rest.partition("-")[0]
-        if kind in stale and pid.isdigit() and not _alive(int(pid)):
-            stale[kind].append(path)
-    for path in stale["tmp"]:
-        _remove_path(path)
-    for path in stale["old"]:
-        if final.exists():
-            _remove_path(path)
-        else:
-            os.rename(path, final)
-
-
-@contextlib.contextmanager
-def atomic_output_dir(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary sibling directory that is renamed to ``final`` only if the block succeeds.
-
-    On any exception the temporary directory is removed, so no partial output is ever left at ``final``; a
-    process killed outright leaves a hidden sibling that the next run on ``final`` removes
-    (:func:`recover_interrupted`). An existing ``final`` is replaced only with ``overwrite=True`` (and only
-    after success).
-    """
-    final = Path(final).resolve()
-    recover_interrupted(final)
-    if final.exists() and not overwrite:
-        raise InputError(f"output directory {final} already exists (pass --overwrite / overwrite: true to replace it)")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _sibling(final, "tmp")
-    tmp.mkdir()
-    try:
-        yield tmp
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
-    old = None
-    if final.exists():
-        old = _sibling(final, "old")
-        os.rename(final, old)
-    os.rename(tmp, final)
-    if old is not None:
-        shutil.rmtree(old, ignore_errors=True)
-
-
-@contextlib.contextmanager
-def atomic_output_file(final: str | Path, overwrite: bool = False) -> Iterator[Path]:
-    """Yield a temporary sibling file path that replaces ``final`` only if the block succeeds."""
-    final = Path(final).resolve()
-    recover_interrupted(final)
-    if final.exists() and not overwrite:
-        raise InputError(f"output file {final} already exists")
-    final.parent.mkdir(parents=True, exist_ok=True)
-    tmp = _sibling(final, "tmp")
-    try:
-        yield tmp
-        os.replace(tmp, final)
-    finally:
-        if tmp.exists():
-            tmp.unlink()

@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from sdc_tasks.cli import app
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import InputError, tree_checksums
+from sdc_tasks.outputs import MARKER
 from sdc_tasks.release import validate_input
 from sdc_tasks.spec import SpecError, load_spec, parse_spec
 
@@ -444,6 +445,7 @@ def test_release_refuses_existing_output_and_bad_values(tmp_path, small, prefect
     out = tmp_path / "release"
     out.mkdir()
     (out / "metrics.json").write_text("{}")
+    (out / MARKER).write_text('{"written_by": "sdc-pipeline"}')  # a release of this tool, replaceable
     small = small.astype({"INTVAL": float})
     small.loc[33, "INTVAL"] = np.nan
     spec = demo_spec(input={"path": "input.csv"}, create_id=False, output={"dir": "release", "overwrite": False},

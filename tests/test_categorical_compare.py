@@ -17,6 +17,7 @@ from sdc_tasks import compare_outputs as O
 from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, categorical_ranking_table, scaled_ranks
 from sdc_tasks.cli import app
 from sdc_tasks.generate import bundled_path
+from sdc_tasks.outputs import MARKER
 
 CATEGORICAL = ["urbrur", "sex", "walls", "roof", "age"]
 ORDINAL = {"walls": [2, 3, 9], "age": None}
@@ -140,7 +141,7 @@ def test_variables_and_keys_come_from_the_sets(subset):
 def test_small_categorical_grid_end_to_end(subset, tmp_path):
     out = tmp_path / "out"
     c = O.comparison(subset, out, C.parse_grid(SMALL), limits={"PLD_cat": 50.0})
-    assert {p.name for p in out.iterdir()} == set(O.FILES.values())
+    assert {p.name for p in out.iterdir()} == {*O.FILES.values(), MARKER}
     table = pd.read_parquet(out / "ranking.parquet")
     assert table["Method"].tolist() == c.table["Method"].tolist()
     assert set(table["Method"]) == {"T2o", "G2s", "P0.1s", "P0.1o"}

@@ -19,6 +19,7 @@ from sdc_tasks import report
 from sdc_tasks.cli import app
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import file_sha256
+from sdc_tasks.outputs import MARKER
 from sdc_tasks.report import pareto_front
 from sdc_tasks.spec import load_spec
 
@@ -217,7 +218,7 @@ def small_run(tmp_path_factory):
 
 def test_small_grid_writes_every_output(small_run):
     c, out = small_run
-    assert {p.name for p in out.iterdir()} == set(O.FILES.values())
+    assert {p.name for p in out.iterdir()} == {*O.FILES.values(), MARKER}
     table = pd.read_parquet(out / "ranking.parquet")
     assert table["Method"].tolist() == c.table["Method"].tolist()
     assert set(table["Method"]) == {"Rank15", "Mic3mul07", "Noise0.1"}

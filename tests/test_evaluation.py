@@ -17,6 +17,7 @@ from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.rankswap import rank_swap_column
 from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import max_abs_rank_distance
+from sdc_tasks.outputs import MARKER
 from sdc_tasks.stats.moments import merge_moments, moments_of
 
 IL_KEYS = ["IL1", "IL2", "IL3", "IL4", "IL5", "IL", "IL1s", "MSE_X", "MAE_V", "MV_R", "MSE_RF", "MAE_C",
@@ -145,7 +146,7 @@ def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars):
     noisy(census, census_vars).to_parquet(masked, index=False)
     metrics = evaluate_flow(str(orig), str(masked), str(tmp_path / "eval"), key_vars=census_vars[:7], workers=1)
     out = tmp_path / "eval"
-    assert {p.name for p in out.iterdir()} == {"metrics.json", "report.md", "report.html", "ru_map.png"}
+    assert {p.name for p in out.iterdir()} == {"metrics.json", "report.md", "report.html", "ru_map.png", MARKER}
     stored = json.loads((out / "metrics.json").read_text())
     assert stored["IL"] == pytest.approx(metrics["IL"]) and 0 <= stored["PIL"] <= 100
     assert "score_simple" in stored and "DLD_7" in stored

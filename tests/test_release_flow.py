@@ -12,6 +12,7 @@ import yaml
 
 from sdc_tasks.generate import CENSUS_VARIABLES, bundled_path
 from sdc_tasks.io import tree_checksums
+from sdc_tasks.outputs import MARKER
 from sdc_tasks.release import GateRefused
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
@@ -45,7 +46,7 @@ def published(tmp_path_factory):
 def test_release_writes_every_output(published, census):
     out, summary = published
     names = {p.name for p in out.iterdir()}
-    assert names == {"masked", "metrics.json", "report.md", "report.html", "ru_map.png", "manifest.json"}
+    assert names == {"masked", "metrics.json", "report.md", "report.html", "ru_map.png", "manifest.json", MARKER}
     masked = pd.read_parquet(out / "masked").sort_values("record_id").reset_index(drop=True)
     assert list(masked.columns) == list(census.columns)
     assert len(masked) == 1080

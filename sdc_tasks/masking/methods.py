@@ -10,7 +10,6 @@ module, sdc_tasks.masking.categorical (chapter sec. 2, SDC Methods for Categoric
 
 from __future__ import annotations
 
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -33,6 +32,7 @@ from sdc_tasks.masking.rankswap import rank_swap_column
 from sdc_tasks.masking.resampling import resample_column, rescale
 from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
 from sdc_tasks.masking.vmdav import variable_microaggregate_block
+from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.record_random import record_normals
 from sdc_tasks.stats.moments import moments_graph
 
@@ -206,8 +206,9 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
 def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dict[str, Any], ctx: A.StepContext,
                work_dir: str | Path | None = None) -> A.Staged:
     """Run block, mask and restore for one method, each stage written to Parquet under ``work_dir`` (a
-    temporary directory when None, kept until the returned frame has been computed or written)."""
-    scratch = tempfile.TemporaryDirectory(prefix="sdc-step-") if work_dir is None else None
+    private scratch directory when None, ``sdc_tasks.outputs.scratch_dir``, kept until the returned frame has
+    been computed or written)."""
+    scratch = scratch_dir("step") if work_dir is None else None
     root = Path(scratch.name if scratch else work_dir)
     source, blocks = ddf, A.scope_count(ddf, ctx)
     if needs_blocks(method):

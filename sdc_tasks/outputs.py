@@ -1,0 +1,325 @@
+"""Writing outputs safely: guarded against the run's inputs, locked across hosts, atomic, and private while
+they are written.
+
+Every output of the tool (a release, a masked dataset or file, an evaluation, a comparison) goes through
+:func:`atomic_output_dir` or :func:`atomic_output_file`:
+
+* the guard (:func:`check_output`) refuses an output that is, contains or lies inside one of the run's inputs
+  (paths compared fully resolved, symbolic links included) or whose parent cannot be created;
+* a lock file ``.NAME.lock`` beside the output, created with O_CREAT|O_EXCL and naming the holder's host, pid
+  and start time, makes the output exclusive to one run across every host sharing the file system; a lock
+  left by a dead process of this host is broken, one from another host never is;
+* under the lock, what killed runs left beside the output (hidden siblings ``.NAME.tmp.HOST.PID.RAND`` and
+  ``.NAME.old.HOST.PID.RAND``, matched by exact name) is cleaned up, a previous output they had moved aside
+  put back;
+* the run writes into a hidden sibling that only its owner can read (0700, a file 0600) and that gets the
+  usual permissions (those of the umask) only when it is renamed to the output;
+* an existing directory is replaced only with ``overwrite`` and only if this tool wrote it (its marker file
+  :data:`MARKER`, or the manifest.json of a release of an earlier version); an existing file only with
+  ``overwrite``; an output that appears while the run writes is never replaced without ``overwrite``.
+
+Scratch directories holding records (:func:`scratch_dir`) live in one private directory under the system's
+temporary directory, named after their host and pid, and the next run removes those whose process is gone.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import stat
+import tempfile
+import uuid
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Iterator, Sequence
+
+from sdc_tasks.io import InputError
+
+MARKER = ".sdc-output.json"
+MARKER_CONTENT = {"written_by": "sdc-pipeline"}
+HOST = socket.gethostname()
+HOST_TAG = re.sub(r"[^A-Za-z0-9_-]", "_", HOST) or "host"
+SIBLING_KINDS = ("tmp", "old")
+_TAGGED = r"(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.(?P<rand>[a-z0-9_]+)"
+SIBLING_NAME = re.compile(rf"(?P<kind>{'|'.join(SIBLING_KINDS)})\.{_TAGGED}")
+SCRATCH_NAME = re.compile(rf"(?P<kind>[a-z]+)\.{_TAGGED}")
+
+PathLike = str | Path
+
+
+def _alive(pid: int) -> bool:
+    """Whether a process with this id runs on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _inside(inner: Path, outer: Path) -> bool:
+    """Whether resolved path ``inner`` is ``outer`` or lies below it."""
+    return inner == outer or outer in inner.parents
+
+
+def check_output(final: PathLike, inputs: Sequence[PathLike | None]) -> Path:
+    """The resolved output path; InputError naming both paths when it is, contains or lies inside an input
+    (symbolic links resolved on both sides), or naming it when its parent is not a directory."""
+    out = Path(final).resolve()
+    for given in filter(None, inputs):
+        source = Path(given).resolve()
+        if _inside(out, source) or _inside(source, out):
+            relation = "is" if out == source else "lies inside" if _inside(out, source) else "contains"
+            raise InputError(f"output {out} {relation} the input {source}: choose an output apart from the inputs")
+    blocker = next((p for p in (out, *out.parents) if p.exists() or p.is_symlink()), None)
+    if blocker is not None and blocker != out and not blocker.is_dir():
+        raise InputError(f"cannot create output {out}: {blocker} is not a directory")
+    return out
+
+
+def _parent_made(out: Path) -> None:
+    """Create the output's parent directories; InputError naming the output when that is impossible."""
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"cannot create output {out}: {exc.strerror} ({out.parent})") from None
+
+
+def _sibling(final: Path, kind: str) -> Path:
+    """A hidden sibling of ``final`` for this process: ``.NAME.KIND.HOST.PID.RANDOM`` (kind "tmp" or "old")."""
+    return final.parent / f".{final.name}.{kind}.{HOST_TAG}.{os.getpid()}.{uuid.uuid4().hex[:12]}"
+
+
+def _siblings(final: Path, kind: str) -> list[Path]:
+    """The hidden siblings of ``final`` of one kind, matched by exact name (never a glob of the user's name)."""
+    prefix = f".{final.name}."
+    return sorted(p for p in final.parent.iterdir() if p.name.startswith(prefix)
+                  and (m := SIBLING_NAME.fullmatch(p.name[len(prefix):])) and m["kind"] == kind)
+
+
+def _remove_path(path: Path) -> None:
+    """Remove a file or a directory tree, whichever ``path`` is."""
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)
+
+
+def _lock_path(final: Path) -> Path:
+    """The lock file of output ``final``: ``.NAME.lock`` beside it."""
+    return final.parent / f".{final.name}.lock"
+
+
+def _holder(lock: Path) -> dict | None:
+    """Who holds ``lock`` (host, pid, started), {} when it cannot be read as such, None when it is gone."""
+    try:
+        text = lock.read_text()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return {}
+    with contextlib.suppress(ValueError):
+        holder = json.loads(text)
+        if isinstance(holder, dict) and isinstance(holder.get("pid"), int) and holder["pid"] > 0:
+            return holder
+    return {}
+
+
+def _stale(holder: dict) -> bool:
+    """Whether a lock's holder is a process of this host that is gone (a lock from elsewhere never is)."""
+    return holder.get("host") == HOST and not _alive(holder["pid"])
+
+
+def _busy_message(final: Path, lock: Path, holder: dict) -> str:
+    """The refusal of a second run on a locked output, naming the lock and its holder."""
+    who = (f"a run on host {holder.get('host')} (pid {holder['pid']}, since {holder.get('started')})" if holder
+           else "an unknown run")
+    return (f"output {final} is in use by {who}: lock {lock}; if no run is writing it any more (check that "
+            "host), remove the lock file and run again")
+
+
+def _try_lock(lock: Path) -> bool:
+    """Create ``lock`` atomically (O_CREAT|O_EXCL) naming this host, pid and start time; False if it exists,
+    InputError naming it when it cannot be created (a read-only directory)."""
+    try:
+        fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+    except FileExistsError:
+        return False
+    except OSError as exc:
+        raise InputError(f"cannot create the output's lock {lock}: {exc.strerror}") from None
+    with os.fdopen(fd, "w") as f:
+        json.dump({"host": HOST, "pid": os.getpid(),
+                   "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, f)
+    return True
+
+
+@contextlib.contextmanager
+def output_lock(final: PathLike) -> Iterator[Path]:
+    """Hold the lock of output ``final`` for the block; InputError naming the lock and its holder when another
+    run holds it. A lock of a dead process of this host is broken; one from another host never is."""
+    final = Path(final).resolve()
+    lock = _lock_path(final)
+    while not _try_lock(lock):
+        holder = _holder(lock)
+        if holder is None:
+            continue
+        if not holder or not _stale(holder) or _holder(lock) != holder:
+            raise InputError(_busy_message(final, lock, holder))
+        lock.unlink(missing_ok=True)
+    try:
+        yield lock
+    finally:
+        lock.unlink(missing_ok=True)
+
+
+def _recover(final: Path) -> None:
+    """Under the lock of ``final``: remove the temporary siblings killed runs left and put back an output one had
+    moved aside but not yet replaced."""
+    for path in _siblings(final, "tmp"):
+        _remove_path(path)
+    for path in _siblings(final, "old"):
+        if final.exists():
+            _remove_path(path)
+        else:
+            os.rename(path, final)
+
+
+def recover_interrupted(final: PathLike) -> None:
+    """Clean up after runs that were killed while writing ``final``, under its lock (InputError while a live run
+    holds it): a killed run leaves the last complete output, never a partial one."""
+    final = Path(final).resolve()
+    if final.parent.is_dir():
+        with output_lock(final):
+            _recover(final)
+
+
+def written_by_tool(path: Path) -> bool:
+    """Whether directory ``path`` is an output of this tool: its marker file, or the manifest.json of a release
+    written before the marker existed."""
+    marker, manifest = _json_file(path / MARKER), _json_file(path / "manifest.json")
+    return marker.get("written_by") == MARKER_CONTENT["written_by"] or {"spec_hash", "files"} <= manifest.keys()
+
+
+def _json_file(path: Path) -> dict:
+    """The JSON object in file ``path``; {} when it is missing or not a JSON object."""
+    with contextlib.suppress(OSError, ValueError):
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    return {}
+
+
+def _replaceable(final: Path, overwrite: bool, is_dir: bool) -> bool:
+    """Whether an existing ``final`` may be replaced (True) or there is none (False); InputError naming it
+    otherwise."""
+    if not final.exists():
+        return False
+    what = "directory" if is_dir else "file"
+    if final.is_dir() != is_dir:
+        raise InputError(f"output {final} exists and is not a {what}: refusing to replace it")
+    if not overwrite:
+        raise InputError(f"output {what} {final} already exists (pass --overwrite / overwrite: true to replace it)")
+    if is_dir and not written_by_tool(final):
+        raise InputError(f"output directory {final} exists and was not written by sdc-pipeline (no {MARKER}): "
+                         "refusing to replace it; choose another output or remove it yourself")
+    return True
+
+
+def _umask() -> int:
+    """The process's file mode creation mask."""
+    mask = os.umask(0o077)
+    os.umask(mask)
+    return mask
+
+
+def _swap(tmp: Path, final: Path, overwrite: bool, is_dir: bool) -> None:
+    """Publish ``tmp`` as ``final`` with the usual permissions, honouring ``overwrite`` as of now (an output that
+    appeared while the run wrote is replaced only with it); a replaced output is moved aside, then removed."""
+    tmp.chmod((0o777 if is_dir else 0o666) & ~_umask())
+    old = None
+    if _replaceable(final, overwrite, is_dir):
+        old = _sibling(final, "old")
+        os.rename(final, old)
+    try:
+        os.rename(tmp, final)
+    except OSError as exc:
+        if old is not None:
+            os.rename(old, final)
+        raise InputError(f"cannot publish output {final}: {exc.strerror}") from None
+    if old is not None:
+        _remove_path(old)
+
+
+@contextlib.contextmanager
+def _atomic_output(final: PathLike, overwrite: bool, inputs: Sequence[PathLike | None],
+                   is_dir: bool) -> Iterator[Path]:
+    """Guard, lock, recover, then yield a private hidden sibling that replaces ``final`` if the block succeeds."""
+    out = check_output(final, inputs)
+    remove_stale_scratch()
+    _parent_made(out)
+    with output_lock(out):
+        _recover(out)
+        _replaceable(out, overwrite, is_dir)
+        tmp = _sibling(out, "tmp")
+        _private(tmp, is_dir)
+        try:
+            yield tmp
+            _swap(tmp, out, overwrite, is_dir)
+        finally:
+            _remove_path(tmp)
+
+
+def _private(tmp: Path, is_dir: bool) -> None:
+    """Create ``tmp`` readable by its owner only: a directory (0700) holding the tool's marker, or an empty
+    file (0600) the block writes into."""
+    if is_dir:
+        tmp.mkdir(mode=0o700)
+        (tmp / MARKER).write_text(json.dumps(MARKER_CONTENT) + "\n")
+    else:
+        os.close(os.open(tmp, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+
+
+def atomic_output_dir(final: PathLike, overwrite: bool = False, *,
+                      inputs: Sequence[PathLike | None]) -> contextlib.AbstractContextManager[Path]:
+    """A context yielding a private temporary sibling directory that is renamed to ``final`` only if the block
+    succeeds (see the module's docstring: guard against ``inputs``, lock, overwrite of the tool's own outputs)."""
+    return _atomic_output(final, overwrite, inputs, is_dir=True)
+
+
+def atomic_output_file(final: PathLike, overwrite: bool = False, *,
+                       inputs: Sequence[PathLike | None]) -> contextlib.AbstractContextManager[Path]:
+    """A context yielding a private temporary sibling file path that replaces ``final`` only if the block
+    succeeds; an existing file is replaced only with ``overwrite``, a directory never."""
+    return _atomic_output(final, overwrite, inputs, is_dir=False)
+
+
+def scratch_root() -> Path:
+    """The private directory (0700, this user's) under the system's temporary directory that holds every
+    scratch directory of the tool."""
+    root = Path(tempfile.gettempdir()) / f"sdc-scratch-{os.getuid()}"
+    with contextlib.suppress(FileExistsError):
+        root.mkdir(mode=0o700)
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise InputError(f"scratch directory {root} is not a directory of this user: remove it")
+    root.chmod(0o700)
+    return root
+
+
+def remove_stale_scratch() -> None:
+    """Remove the scratch directories of this host whose process is gone (killed runs leave them)."""
+    for entry in scratch_root().iterdir():
+        m = SCRATCH_NAME.fullmatch(entry.name)
+        if m and m["host"] == HOST_TAG and not _alive(int(m["pid"])):
+            _remove_path(entry)
+
+
+def scratch_dir(kind: str) -> tempfile.TemporaryDirectory:
+    """A new private scratch directory ``KIND.HOST.PID.RANDOM`` in :func:`scratch_root`, removed when the
+    returned object is cleaned up (or by a later run when this process dies first)."""
+    remove_stale_scratch()
+    return tempfile.TemporaryDirectory(prefix=f"{kind}.{HOST_TAG}.{os.getpid()}.", dir=scratch_root())
