@@ -76,7 +76,7 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
             ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
                               **_type_sample(p))
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
-        raise InputError(f"cannot read {p} as {fmt}: {_reason(exc)}") from exc
+        raise InputError(f"cannot read {p} as {fmt}: {reader_reason(exc)}") from exc
     if len(ddf.columns) == 0:
         raise InputError(f"input {p} has no columns")
     return ddf
@@ -94,8 +94,11 @@ def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None
     return ddf
 
 
-def _reason(exc: Exception) -> str:
-    """The last line of a reader's error message (dask wraps the reader's error in its own)."""
+def reader_reason(exc: Exception) -> str:
+    """Why a reader failed, without the bytes at fault: the last line of its message (dask wraps the reader's
+    error in its own), or for text that is not UTF-8 just that."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it holds bytes that are not UTF-8 text (save it as UTF-8)"
     return str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")
 
 
@@ -131,10 +134,16 @@ def _dataset_files(path: Path, fmt: str) -> list[Path]:
 
 
 def _csv_header(path: Path) -> list[tuple[str, str]]:
-    """(name, "") for each column of the first non-blank line of a CSV file (as pandas finds its header)."""
+    """(name, "") for each column of the first non-blank line of a CSV file (as pandas finds its header; a quoted
+    name may span lines); only that line is read."""
+    text = ""
     try:
-        with open(path, newline="", encoding="utf-8") as f:
-            header = next((row for row in csv.reader(f) if row), None)
+        with open(path, "rb") as f:
+            for line in f:
+                text += line.decode("utf-8")
+                if text.strip() and text.count('"') % 2 == 0:
+                    break
+        header = next(csv.reader([text]), None) if text.strip() else None
     except (UnicodeDecodeError, csv.Error) as exc:
         raise InputError(f"cannot read {path} as csv: its header line is not UTF-8 CSV text "
                          f"({type(exc).__name__})") from None
@@ -154,7 +163,7 @@ def _parquet_columns(path: Path) -> list[tuple[str, str]]:
     try:
         schema = pq.read_schema(path)
     except Exception as exc:
-        raise InputError(f"cannot read {path} as parquet: {_reason(exc)}") from None
+        raise InputError(f"cannot read {path} as parquet: {reader_reason(exc)}") from None
     for field in schema:
         if not any(kind(field.type) for kind in PASSED_THROUGH):
             raise InputError(f"column {field.name!r} of {path} has Parquet type {field.type}, which sdc cannot "

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import offsets_of
-from sdc_tasks.io import InputError, read_input, read_table, read_with_ids
+from sdc_tasks.io import InputError, read_input, read_table, read_with_ids, reader_reason
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max"]
@@ -168,6 +168,8 @@ def load_checked(path: str | Path, id_col: str, numeric: list[str], what: str, f
         ddf = read_with_ids(path, fmt, id_col, create_id, None)
         check_columns(ddf, list(dict.fromkeys([id_col, *numeric, *required, *([strata] if strata else [])])), what)
         return ddf, _checked_facts(ddf, numeric, *args)
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled
+        raise InputError(f"cannot read {what} as csv: {reader_reason(exc)}") from None
     except ValueError as exc:
         if not str(exc).startswith(CSV_TYPE_CHANGE):
             raise

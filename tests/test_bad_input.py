@@ -629,3 +629,18 @@ def test_categorical_variables_named_like_old_internal_columns(tmp_path, no_clus
                           ",".join(names))
     assert code == 0, output
     assert json.loads(output)["categorical_keys"] == names
+
+
+@pytest.mark.parametrize("flaw, message", [
+    (b"1,2,3,4", "Error tokenizing data"),
+    ("7,caf\u00e9".encode("latin-1"), "it holds bytes that are not UTF-8 text"),
+])
+def test_unreadable_row_beyond_the_sampled_rows(ws, no_cluster, monkeypatch, flaw, message):
+    import sdc_tasks.io
+
+    monkeypatch.setattr(sdc_tasks.io, "WHOLE_SAMPLE_BYTES", 0)  # Dask samples only the first rows
+    path = ws.root / "late.csv"
+    rows = [f"{i},{i * 3}".encode() for i in range(60)]
+    path.write_bytes(b"\n".join([b"AGI,TAXINC", *rows[:40], flaw, *rows[40:]]) + b"\n")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3", "--vars", "AGI")
+    assert "late.csv as csv: " in msg and message in msg and "caf" not in msg and "0xe9" not in msg
