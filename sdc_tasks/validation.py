@@ -43,8 +43,8 @@ def _first(mask: np.ndarray) -> int:
 def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], id_col: str,
                     strata: str | None) -> tuple[int, pd.DataFrame, pd.Series, int, tuple[int, int]]:
     """One partition's (rows, per-column facts, records per stratum, first row without a stratum, (rows without
-    an id, the first of them)) where the facts are: text cells that are not numbers, missing or infinite values (numeric variables only), the
-    first row and id of each, and the finite minimum and maximum."""
+    an id, the first of them)) where the facts are: text cells that are not numbers, missing or infinite values
+    (numeric variables only), the first row and id of each, and the finite minimum and maximum."""
     facts = []
     for c in columns:
         x, text = _as_numbers(part[c])
@@ -58,7 +58,8 @@ def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], i
     sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
     no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
     no_id = part[id_col].isna().to_numpy()
-    return len(part), pd.DataFrame(facts, columns=FACT_COLUMNS), sizes, no_stratum, (int(no_id.sum()), _first(no_id))
+    facts = pd.DataFrame(facts, columns=FACT_COLUMNS)
+    return len(part), facts, sizes, no_stratum, (int(no_id.sum()), _first(no_id))
 
 
 def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:

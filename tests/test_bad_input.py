@@ -519,10 +519,10 @@ def test_ids_of_different_kinds_do_not_silently_pair_by_nearest(ws, pair, no_clu
 def test_masked_ids_absent_from_the_original_pair_by_nearest(tmp_path, small, no_cluster):
     original = write_csv(tmp_path / "original.csv", small)
     write_csv(tmp_path / "synthetic.csv", small.assign(record_id=small["record_id"] + 1000))
-    result = runner.invoke(app, ["evaluate", "--original", str(original), "--masked", str(tmp_path / "synthetic.csv"),
-                                 "--families", "il"])
-    assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["pairing"] == "nearest"
+    code, output = invoke("evaluate", "--original", original, "--masked", tmp_path / "synthetic.csv", "--families",
+                          "il")
+    assert code == 0, output
+    assert json.loads(output)["pairing"] == "nearest"
 
 
 # ---- column types: each passes through masking unchanged, or is refused by name ----

@@ -196,7 +196,8 @@ def categorical_linkage(joint: pd.DataFrame, original: pd.DataFrame, keys: list[
     model = pld.fit_fellegi_sunter(counts, len(keys), 2, max_iter=em_max_iter,
                                    fixed_u=chance_agreement(masked, original, keys))
     flow = pld.transport_max_weight(m_idx, o_idx, model.weights()[pairs[PATTERN_COL].to_numpy()], a, b)
-    true = (joint.merge(_positions(masked, keys, MASKED_ROW).set_axis([*masked_keys, MASKED_ROW], axis=1), on=masked_keys)
+    masked_rows = _positions(masked, keys, MASKED_ROW).set_axis([*masked_keys, MASKED_ROW], axis=1)
+    true = (joint.merge(masked_rows, on=masked_keys)
             .merge(_positions(original, keys, ORIGINAL_ROW), on=keys)[[MASKED_ROW, ORIGINAL_ROW, COUNT]])
     t = pairs.merge(true, on=[MASKED_ROW, ORIGINAL_ROW], how="left")[COUNT].fillna(0.0).to_numpy()
     n = a.sum()
