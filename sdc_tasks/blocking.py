@@ -11,11 +11,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.reserved import BLOCK_COL, POS_COL, PROJ_COL  # noqa: F401 (B.BLOCK_COL, ... in other modules)
 from sdc_tasks.stats.moments import Moments
-
-BLOCK_COL = "_block"
-POS_COL = "_pos"
-PROJ_COL = "_proj"
 
 
 def partition_lengths(ddf: dd.DataFrame) -> list[int]:

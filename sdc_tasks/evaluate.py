@@ -38,6 +38,16 @@ def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col
     return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
 
 
+def check_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame, id_col: str) -> None:
+    """Raise InputError when the id columns of the two files are of kinds that never compare equal (numbers in
+    one, text in the other): pairing by id would find no record, and "auto" pairing would fall back to nearest
+    records without saying why."""
+    kinds = [pd.api.types.is_numeric_dtype(f._meta[id_col].dtype) for f in (original, masked)]
+    if kinds[0] != kinds[1]:
+        raise InputError(f"id column {id_col!r} holds {'numbers' if kinds[0] else 'text'} in the original file and "
+                         f"{'numbers' if kinds[1] else 'text'} in the masked file: the ids cannot pair the records")
+
+
 def _same_ids(o: pd.DataFrame, m: pd.DataFrame, id_col: str) -> bool:
     """Whether two partitions hold the same ids in the same order."""
     return len(o) == len(m) and np.array_equal(o[id_col].to_numpy(), m[id_col].to_numpy())
@@ -391,6 +401,7 @@ def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "reco
     a, _ = load_checked(original, id_col, numeric, f"original file {original}", required=categorical)
     b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], f"masked file {masked}",
                         required=categorical)
+    check_pairing_ids(a, b, id_col)
     ref = load_checked(reference, id_col, [], f"reference file {reference}", required=categorical)[0] \
         if reference is not None else None
     return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows, categorical,

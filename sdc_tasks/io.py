@@ -3,6 +3,7 @@ safe by ``sdc_tasks.outputs``)."""
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from pathlib import Path
 from typing import Any
@@ -11,9 +12,12 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import yaml
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
+from sdc_tasks.reserved import reserved_role
 
 
 class InputError(ValueError):
@@ -54,27 +58,139 @@ def _type_sample(path: Path) -> dict:
 def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB",
                dtype: dict[str, str] | None = None) -> dd.DataFrame:
     """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers);
-    ``dtype`` forces the type of CSV columns (default: inferred)."""
+    ``dtype`` forces the type of CSV columns (default: inferred). The files are checked first (:func:`check_files`),
+    so Dask never opens a FIFO or meets a header or schema it would change or fail on."""
     p = Path(path)
     fmt = detect_format(p) if fmt == "auto" else fmt
     if not p.exists():
         raise InputError(f"input not found: {p}")
+    check_files(p, fmt)
     try:
         if fmt == "parquet":
-            ddf = dd.read_parquet(str(p))
-        elif fmt == "csv":
-            pattern = str(p / "*.csv") if p.is_dir() else str(p)
-            ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, **_type_sample(p))
+            ddf = dd.read_parquet(str(p), index=False)  # a column pandas stored as the index stays a column
         else:
-            raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
-    except InputError:
-        raise
+            pattern = str(p / "*.csv") if p.is_dir() else str(p)
+            ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
+                              **_type_sample(p))
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
-        reason = str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")  # dask wraps the reader's error
-        raise InputError(f"cannot read {p} as {fmt}: {reason}") from exc
+        raise InputError(f"cannot read {p} as {fmt}: {reader_reason(exc)}") from exc
     if len(ddf.columns) == 0:
         raise InputError(f"input {p} has no columns")
     return ddf
+
+
+def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None) -> dd.DataFrame:
+    """:func:`read_table` for a file given by the user: also refuses a column whose name collides with the
+    pipeline's own column names (sdc_tasks.reserved)."""
+    ddf = read_table(path, fmt, dtype=dtype)
+    for name in ddf.columns:
+        role = reserved_role(name)
+        if role:
+            raise InputError(f"column {name!r} of {path} {role}: the pipeline uses such names for its own columns; "
+                             "rename it")
+    return ddf
+
+
+def reader_reason(exc: Exception) -> str:
+    """Why a reader failed, without the bytes at fault: the last line of its message (dask wraps the reader's
+    error in its own), or for text that is not UTF-8 just that."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "it holds bytes that are not UTF-8 text (save it as UTF-8)"
+    return str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")
+
+
+def check_files(path: Path, fmt: str) -> None:
+    """Raise InputError naming the entry, file or column at fault unless ``path`` is a regular file or a directory
+    of regular files (a FIFO, device or socket would block or never end) and its files read as one table with
+    the columns they hold: a CSV file's header names each column once, all files of a dataset have the same
+    columns of the same types, and every Parquet column has a type that passes through masking unchanged."""
+    for entry in [path, *sorted(path.rglob("*"))] if path.is_dir() else [path]:
+        if not (entry.is_file() or entry.is_dir()):
+            raise InputError(f"input {entry} is not a regular file (a FIFO, device, socket or broken link): "
+                             "refusing to read it")
+    if fmt not in ("csv", "parquet"):
+        raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
+    files = _dataset_files(path, fmt)
+    columns = [_csv_header(f) if fmt == "csv" else _parquet_columns(f) for f in files]
+    for f, cols in zip(files, columns):
+        _check_names([name for name, _ in cols], f)
+        if cols != columns[0]:
+            raise InputError(f"{f} and {files[0]} are files of one dataset with different columns: "
+                             f"{_difference(cols, columns[0])}")
+
+
+def _dataset_files(path: Path, fmt: str) -> list[Path]:
+    """The files a read of ``path`` opens: the file itself, the .csv files of a CSV directory, or every file of a
+    Parquet dataset directory but hidden ones and ones whose names start with "_" (as pyarrow's discovery)."""
+    if not path.is_dir():
+        return [path]
+    if fmt == "csv":
+        return sorted(path.glob("*.csv"))
+    return [f for f in sorted(path.rglob("*")) if f.is_file()
+            and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts)]
+
+
+def _csv_header(path: Path) -> list[tuple[str, str]]:
+    """(name, "") for each column of the first non-blank line of a CSV file (as pandas finds its header; a quoted
+    name may span lines); only that line is read."""
+    text = ""
+    try:
+        with open(path, "rb") as f:
+            for line in f:
+                text += line.decode("utf-8")
+                if text.strip() and text.count('"') % 2 == 0:
+                    break
+        header = next(csv.reader([text]), None) if text.strip() else None
+    except (UnicodeDecodeError, csv.Error) as exc:
+        raise InputError(f"cannot read {path} as csv: its header line is not UTF-8 CSV text "
+                         f"({type(exc).__name__})") from None
+    if header is None:
+        raise InputError(f"input {path} is empty: a CSV file needs a header line naming its columns")
+    return [(name, "") for name in header]
+
+
+PASSED_THROUGH = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_decimal,
+                  pa.types.is_date32, pa.types.is_timestamp, pa.types.is_duration, pa.types.is_string,
+                  pa.types.is_large_string)  # Parquet types that come out of masking as they went in
+
+
+def _parquet_columns(path: Path) -> list[tuple[str, str]]:
+    """(name, type) of each column of a Parquet file, from its footer; InputError naming a column whose type
+    would not pass through masking unchanged (nested, dictionary-encoded, binary, time of day, null type)."""
+    try:
+        schema = pq.read_schema(path)
+    except Exception as exc:
+        raise InputError(f"cannot read {path} as parquet: {reader_reason(exc)}") from None
+    for field in schema:
+        if not any(kind(field.type) for kind in PASSED_THROUGH):
+            raise InputError(f"column {field.name!r} of {path} has Parquet type {field.type}, which sdc cannot "
+                             "pass through unchanged (nested, dictionary-encoded, binary, time-of-day and null-typed "
+                             "columns are refused): write it as numbers, text, dates or timestamps")
+    return [(field.name, str(field.type)) for field in schema]
+
+
+def _check_names(names: list[str], path: Path) -> None:
+    """Raise InputError naming a column of ``path`` that has no name or whose name is taken twice (a reader
+    would rename it)."""
+    for i, name in enumerate(names):
+        if not name.strip():
+            raise InputError(f"column number {i + 1} of {path} has no name")
+        if name in names[:i]:
+            raise InputError(f"column {name!r} appears twice in {path}: give each column its own name")
+
+
+def _difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str:
+    """What first sets two different lists of (column name, type) apart: a column one of them lacks, else a
+    column of another type, else a column at another place."""
+    types_a, types_b = dict(a), dict(b)
+    lacking = [n for n in types_a if n not in types_b] + [n for n in types_b if n not in types_a]
+    if lacking:
+        return f"column {lacking[0]!r} is in one of them only"
+    retyped = [n for n in types_a if types_a[n] != types_b[n]]
+    if retyped:
+        name = retyped[0]
+        return f"column {name!r} has type {types_a[name]} in one, {types_b[name]} in the other"
+    return f"column {next(x for x, y in zip(a, b) if x != y)[0]!r} stands at another place"
 
 
 def yaml_document(path: str | Path, what: str, error: type[Exception]) -> Any:
@@ -109,7 +225,7 @@ def read_with_ids(path: str | Path, fmt: str, id_col: str, create_id: bool | Non
                   dtype: dict[str, str] | None = None) -> dd.DataFrame:
     """The file at ``path`` with ``id_col`` created from row positions when ``create_id`` (None: when the file
     has no such column)."""
-    ddf = read_table(path, fmt, dtype=dtype)
+    ddf = read_input(path, fmt, dtype=dtype)
     create = id_col not in ddf.columns if create_id is None else create_id
     return add_row_ids(ddf, id_col) if create else ddf
 
@@ -129,8 +245,6 @@ def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
 
 def parquet_row_counts(path: str | Path) -> list[int]:
     """Rows of each file of a Parquet dataset written by ``write_parquet``, from the footers alone."""
-    import pyarrow.parquet as pq
-
     return [pq.ParquetFile(f).metadata.num_rows for f in sorted(Path(path).glob("*.parquet"))]
 
 

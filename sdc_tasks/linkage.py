@@ -35,6 +35,7 @@ from scipy.spatial import cKDTree
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.risk import exact_distances, linkage_counts, linkage_credit, search_radius
 from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_mask, split_tree
+from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.task_graph import TaskGraph, TaskRef
 
 DEFAULT_CELL_ROWS = 250_000
@@ -42,7 +43,6 @@ ROUTE_ROWS = 1_000_000
 MIN_ROUTE_GROUPS = 4
 PLD_CELL_ROWS = 20_000
 SAMPLE_ROWS_PER_CELL = 4_000
-MASKED_SUFFIX = "__masked"
 PLD_CANDIDATES = 5
 MAX_PATTERNS = 2**22
 EM_MAX_ITER = 10_000

@@ -122,6 +122,9 @@ class VariableRoles(_Strict):
         for var, order in self.ordinal.items():
             if var not in self.categorical:
                 raise ValueError(f"ordinal.{var}: {var!r} is not listed in categorical")
+            if order is not None and not all(isinstance(c, (str, int, float)) for c in order):
+                raise ValueError(f"ordinal.{var} must list its categories in order as text or numbers (or be null), "
+                                 "not lists or mappings")
             if order is not None and len(set(order)) != len(order):
                 raise ValueError(f"ordinal.{var} lists a category twice")
         return self

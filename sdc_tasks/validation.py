@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import offsets_of
-from sdc_tasks.io import InputError, read_table, read_with_ids
+from sdc_tasks.io import InputError, read_input, read_table, read_with_ids, reader_reason
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -42,10 +42,10 @@ def _first(mask: np.ndarray) -> int:
 
 
 def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], id_col: str,
-                    strata: str | None) -> tuple[int, pd.DataFrame, pd.Series, int]:
-    """One partition's (rows, per-column facts, records per stratum, first row without a stratum) where the
-    facts are: text cells that are not numbers, missing or infinite values (numeric variables only), the
-    first row and id of each, and the finite minimum and maximum."""
+                    strata: str | None) -> tuple[int, pd.DataFrame, pd.Series, int, tuple[int, int]]:
+    """One partition's (rows, per-column facts, records per stratum, first row without a stratum, (rows without
+    an id, the first of them)) where the facts are: text cells that are not numbers, missing or infinite values
+    (numeric variables only), the first row and id of each, and the finite minimum and maximum."""
     facts = []
     for c in columns:
         x, text = _as_numbers(part[c])
@@ -58,7 +58,9 @@ def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], i
                       "max": float(x[ok].max()) if ok.any() else -np.inf})
     sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
     no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
-    return len(part), pd.DataFrame(facts, columns=FACT_COLUMNS), sizes, no_stratum
+    no_id = part[id_col].isna().to_numpy()
+    facts = pd.DataFrame(facts, columns=FACT_COLUMNS)
+    return len(part), facts, sizes, no_stratum, (int(no_id.sum()), _first(no_id))
 
 
 def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
@@ -123,6 +125,10 @@ def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id
         missing = [int(offsets[i]) + s[3] for i, s in enumerate(scanned) if s[3] >= 0]
         if missing:
             raise InputError(f"strata column {strata!r} of {what} has no value in row {missing[0]}")
+    no_ids = [int(offsets[i]) + s[4][1] for i, s in enumerate(scanned) if s[4][0]]
+    if no_ids:
+        raise InputError(f"id column {id_col!r} of {what} has no value in row {no_ids[0]} "
+                         f"({sum(s[4][0] for s in scanned)} rows in all): every record needs an id")
     if dups is not None and int(dups["dups"].sum()):
         raise InputError(_repeated_id_message(ddf, id_col, dups, what))
     sizes = pd.concat([s[2] for s in scanned]).groupby(level=0).sum() if strata else pd.Series({None: n})
@@ -200,12 +206,14 @@ def load_checked(path: str | Path, id_col: str, numeric: list[str], what: str, f
     the parameter at fault."""
     path = Path(path)
     numeric = list(dict.fromkeys(numeric))
-    unique_ids = id_col in read_table(path, fmt).columns
+    unique_ids = id_col in read_input(path, fmt).columns
     args = (numeric, id_col, what, strata, list(group_sizes), unique_ids)
     try:
         ddf = read_with_ids(path, fmt, id_col, create_id, None)
         check_columns(ddf, list(dict.fromkeys([id_col, *numeric, *required, *([strata] if strata else [])])), what)
         return ddf, _checked_facts(ddf, numeric, *args)
+    except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled
+        raise InputError(f"cannot read {what} as csv: {reader_reason(exc)}") from None
     except ValueError as exc:
         if not str(exc).startswith(CSV_TYPE_CHANGE):
             raise

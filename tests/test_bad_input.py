@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from pathlib import Path
 
 import numpy as np
@@ -460,3 +461,241 @@ def test_release_refuses_existing_output_and_bad_values(tmp_path, small, prefect
     assert code == 2 and "variable 'INTVAL'" in output and "row 33 (record_id = 33" in output
     assert tree_checksums(tmp_path) == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["input.csv", "release", "spec.yaml"]
+
+
+# ---- the files themselves: caught before Dask reads them ----
+
+
+def write_parquet_table(path: Path, table) -> Path:
+    import pyarrow.parquet as pq
+
+    pq.write_table(table, path)
+    return path
+
+
+@pytest.mark.parametrize("inside", [False, True])
+def test_fifo_input_is_refused_not_read(ws, small, no_cluster, inside):
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    write_csv(dataset / "a.csv", small)
+    fifo = dataset / "pipe.csv"
+    os.mkfifo(fifo)
+    msg = mask_fails(ws, dataset if inside else fifo, "--method", "mdav", "--param", "k=3")
+    assert f"input {fifo} is not a regular file" in msg
+
+
+def test_parquet_files_of_one_dataset_with_different_columns(ws, small, no_cluster):
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    small.iloc[:20].to_parquet(dataset / "a.parquet", index=False)
+    small.iloc[20:].drop(columns=["AGI"]).to_parquet(dataset / "b.parquet", index=False)
+    msg = mask_fails(ws, dataset, "--method", "mdav", "--param", "k=3")
+    assert "b.parquet and" in msg and "different columns: column 'AGI' is in one of them only" in msg
+
+
+def test_parquet_files_of_one_dataset_with_different_types(ws, small, no_cluster):
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    small.iloc[:20].to_parquet(dataset / "a.parquet", index=False)
+    small.iloc[20:].astype({"FICA": str}).to_parquet(dataset / "b.parquet", index=False)
+    msg = mask_fails(ws, dataset, "--method", "rankswap", "--param", "p=10", "--vars", "AGI")
+    assert "column 'FICA' has type string in one, int64 in the other" in msg
+
+
+def test_csv_files_of_one_dataset_with_different_headers(ws, small, no_cluster):
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    write_csv(dataset / "a.csv", small.iloc[:20])
+    write_csv(dataset / "b.csv", small.iloc[20:].rename(columns={"AGI": "INCOME"}))
+    msg = mask_fails(ws, dataset, "--method", "mdav", "--param", "k=3")
+    assert "b.csv and" in msg and "column 'INCOME'" in msg
+
+
+@pytest.mark.parametrize("header, message", [
+    ("record_id,AGI,AGI", "column 'AGI' appears twice in"),
+    ("record_id,,AGI", "column number 2 of"),
+])
+def test_csv_header_that_a_reader_would_rename(ws, no_cluster, header, message):
+    path = ws.root / "in.csv"
+    path.write_text(header + "\n" + "\n".join(f"{i},{i * 3},{i * 7}" for i in range(8)) + "\n")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert message in msg and "in.csv" in msg
+
+
+def test_empty_csv_file(ws, no_cluster):
+    path = ws.root / "empty.csv"
+    path.write_text("")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3")
+    assert "empty.csv is empty" in msg
+
+
+@pytest.mark.parametrize("name", ["_block", "_pos", "_proj0", "_orig_AGI", "_suppress", "__count", "__weight",
+                                  "AGI__masked", "_partitions"])
+def test_column_named_like_an_internal_one(ws, small, no_cluster, name):
+    msg = mask_fails(ws, write_csv(ws.root / "in.csv", small.rename(columns={"FICA": name})), "--method", "mdav",
+                     "--param", "k=3", "--vars", "AGI,TAXINC")
+    assert f"column {name!r} of" in msg and "reserved" in msg
+
+
+def test_reserved_names_are_the_modules_own():
+    from sdc_tasks import blocking, linkage
+    from sdc_tasks.masking import categorical, postmask
+    from sdc_tasks.metrics import categorical_risk
+    from sdc_tasks.reserved import reserved_role
+    from sdc_tasks.stats import frequencies
+
+    internal = [blocking.BLOCK_COL, blocking.POS_COL, f"{blocking.PROJ_COL}3", postmask.ORIGINAL_PREFIX + "x",
+                categorical.SUPPRESS_COL, categorical_risk.COUNT, categorical_risk.WEIGHT, frequencies.COUNT_COL,
+                "x" + linkage.MASKED_SUFFIX]
+    assert all(reserved_role(name) for name in internal)
+    assert not any(reserved_role(name) for name in ["AGI", "_id", "count", "m", "1", "a b", "é"])
+
+
+@pytest.mark.parametrize("which", ["input", "masked"])
+def test_null_ids_name_the_column_row_and_count(ws, pair, no_cluster, which):
+    original, df = pair
+    df = df.astype({"record_id": float})
+    df.loc[[6, 17], "record_id"] = np.nan
+    broken = write_csv(ws.root / "nullid.csv", df)
+    if which == "input":
+        msg = mask_fails(ws, broken, "--method", "mdav", "--param", "k=3")
+    else:  # a null id is an error, not a reason for --pairing auto to pair by nearest records
+        msg = evaluate_fails(ws, original, broken)
+    assert "id column 'record_id'" in msg and "no value in row 6 (2 rows in all)" in msg
+
+
+def test_ids_of_different_kinds_do_not_silently_pair_by_nearest(ws, pair, no_cluster):
+    original, df = pair
+    df["record_id"] = "r" + df["record_id"].astype(str)
+    msg = evaluate_fails(ws, original, write_csv(ws.root / "masked.csv", df))
+    assert "id column 'record_id' holds numbers in the original file and text in the masked file" in msg
+
+
+def test_masked_ids_absent_from_the_original_pair_by_nearest(tmp_path, small, no_cluster):
+    original = write_csv(tmp_path / "original.csv", small)
+    write_csv(tmp_path / "synthetic.csv", small.assign(record_id=small["record_id"] + 1000))
+    code, output = invoke("evaluate", "--original", original, "--masked", tmp_path / "synthetic.csv", "--families",
+                          "il")
+    assert code == 0, output
+    assert json.loads(output)["pairing"] == "nearest"
+
+
+# ---- column types: each passes through masking unchanged, or is refused by name ----
+
+
+def _type_table():
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+
+    n = 6
+    return {
+        "int32_with_null": (pa.array([1, None, 3, 4, 5, 6], pa.int32()), True),
+        "uint8": (pa.array(range(n), pa.uint8()), True),
+        "uint64": (pa.array([2**63 + i for i in range(n)], pa.uint64()), True),
+        "float16": (pa.array(np.arange(n, dtype=np.float16)), True),
+        "float32": (pa.array(np.arange(n, dtype=np.float32) / 3), True),
+        "bool": (pa.array([True, False, None, True, False, True]), True),
+        "decimal": (pa.array([decimal.Decimal(f"{i}.10") for i in range(n)], pa.decimal128(10, 2)), True),
+        "date": (pa.array([datetime.date(2020, 1, i + 1) for i in range(n)]), True),
+        "timestamp_tz": (pa.array([datetime.datetime(2020, 1, 1, i) for i in range(n)],
+                                  pa.timestamp("us", tz="Europe/Paris")), True),
+        "timestamp": (pa.array([datetime.datetime(2020, 1, 1, i) for i in range(n)], pa.timestamp("ns")), True),
+        "duration": (pa.array(range(n), pa.duration("s")), True),
+        "string": (pa.array(["s", None, "t", "é", "", "w"]), True),
+        "large_string": (pa.array(["s", "t", None, "u", "v", "w"], pa.large_string()), True),
+        "dictionary": (pa.array(["x", "y", "x", "z", "y", "x"]).dictionary_encode(), False),
+        "binary": (pa.array([b"ab"] * n, pa.binary()), False),
+        "time": (pa.array([datetime.time(1, i) for i in range(n)]), False),
+        "null": (pa.nulls(n), False),
+        "struct": (pa.array([{"a": i} for i in range(n)]), False),
+        "list": (pa.array([[i, 2] for i in range(n)]), False),
+        "map": (pa.array([[("k", i)] for i in range(n)], pa.map_(pa.string(), pa.int64())), False),
+    }
+
+
+@pytest.mark.parametrize("name", list(_type_table()))
+def test_parquet_column_types_pass_through_unchanged_or_are_refused(ws, no_cluster, name):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    column, kept = _type_table()[name]
+    table = pa.table({"v": pa.array(np.linspace(0.0, 1.0, len(column))), name: column})
+    source = write_parquet_table(ws.root / "in.parquet", table)
+    args = ("--method", "noise", "--param", "p=50", "--vars", "v")
+    if not kept:
+        msg = mask_fails(ws, source, *args)
+        assert f"column {name!r} of {source} has Parquet type" in msg
+        return
+    code, output = invoke("mask", "--input", source, "--out", ws.root / "out", *args)
+    assert code == 0, output
+    out = pq.read_table(ws.root / "out").column(name)
+    text = pa.types.is_string(column.type)  # text comes back as large_string: the same values
+    assert out.type == (pa.large_string() if text else column.type)
+    assert out.to_pylist() == column.to_pylist()
+
+
+def test_csv_and_its_parquet_copy_give_identical_releases(tmp_path, no_cluster):
+    import pyarrow as pa
+
+    rng = np.random.default_rng(3)
+    x = {c: rng.random(60) * 10.0 ** rng.integers(-5, 6, 60) for c in ("a", "b")}
+    lines = ["a,b", *(f"{u:.17g},{v:.17g}" for u, v in zip(x["a"], x["b"]))]
+    (tmp_path / "in.csv").write_text("\n".join(lines) + "\n")
+    write_parquet_table(tmp_path / "in.parquet", pa.table(x))
+    released = {}
+    for fmt in ("csv", "parquet"):
+        code, output = invoke("mask", "--input", tmp_path / f"in.{fmt}", "--method", "noise", "--param", "p=10",
+                              "--out", tmp_path / f"out-{fmt}")
+        assert code == 0, output
+        released[fmt] = pd.read_parquet(tmp_path / f"out-{fmt}")
+    for c in ("a", "b"):
+        assert released["csv"][c].to_numpy().tobytes() == released["parquet"][c].to_numpy().tobytes()
+
+
+@pytest.mark.parametrize("order", [[[1], [2]], [{"a": 1}, {"b": 2}], 5, {"low": 1}])
+def test_ordinal_categories_of_a_wrong_type_name_the_field(order):
+    spec = demo_spec()
+    spec["variables"].update(categorical=["edu"], ordinal={"edu": order})
+    with pytest.raises(SpecError) as err:
+        parse_spec(spec)
+    assert "ordinal.edu" in str(err.value)
+
+
+def test_a_column_pandas_stored_as_the_index_stays_a_column(tmp_path, small, no_cluster):
+    small["record_id"] += 1000  # not the row positions ids created for a file without them would be
+    small.set_index("record_id").to_parquet(tmp_path / "indexed.parquet")
+    code, output = invoke("mask", "--input", tmp_path / "indexed.parquet", "--method", "noise", "--param", "p=10",
+                          "--vars", "AGI", "--out", tmp_path / "out")
+    assert code == 0, output
+    assert pd.read_parquet(tmp_path / "out")["record_id"].tolist() == small["record_id"].tolist()
+
+
+def test_categorical_variables_named_like_old_internal_columns(tmp_path, no_cluster):
+    rng = np.random.default_rng(0)
+    names = ["count", "m", "code", "o"]  # the names frequency tables and categorical linkage once used
+    write_csv(tmp_path / "in.csv", pd.DataFrame({c: rng.integers(0, 3, 60) for c in names}))
+    code, output = invoke("mask", "--input", tmp_path / "in.csv", "--method", "local_suppression", "--param", "k=3",
+                          "--vars", "count,m,code", "--out", tmp_path / "out.csv")
+    assert code == 0, output
+    code, output = invoke("evaluate", "--original", tmp_path / "in.csv", "--masked", tmp_path / "out.csv",
+                          "--families", "cat_il,cat_risk", "--categorical", ",".join(names), "--key-vars",
+                          ",".join(names))
+    assert code == 0, output
+    assert json.loads(output)["categorical_keys"] == names
+
+
+@pytest.mark.parametrize("flaw, message", [
+    (b"1,2,3,4", "Error tokenizing data"),
+    ("7,caf\u00e9".encode("latin-1"), "it holds bytes that are not UTF-8 text"),
+])
+def test_unreadable_row_beyond_the_sampled_rows(ws, no_cluster, monkeypatch, flaw, message):
+    import sdc_tasks.io
+
+    monkeypatch.setattr(sdc_tasks.io, "WHOLE_SAMPLE_BYTES", 0)  # Dask samples only the first rows
+    path = ws.root / "late.csv"
+    rows = [f"{i},{i * 3}".encode() for i in range(60)]
+    path.write_bytes(b"\n".join([b"AGI,TAXINC", *rows[:40], flaw, *rows[40:]]) + b"\n")
+    msg = mask_fails(ws, path, "--method", "mdav", "--param", "k=3", "--vars", "AGI")
+    assert "late.csv as csv: " in msg and message in msg and "caf" not in msg and "0xe9" not in msg

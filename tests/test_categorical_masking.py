@@ -18,6 +18,7 @@ from sdc_tasks.masking.categorical import (bottom_coded, globally_recoded, kooim
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.record_random import record_uniforms
+from sdc_tasks.reserved import COUNT_COL
 from sdc_tasks.stats.frequencies import frequency_tables
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex"]
@@ -207,6 +208,6 @@ def test_a_category_missing_from_the_declared_order_names_the_variable(household
 
 
 def test_k_larger_than_a_scope_names_the_parameter():
-    table = pd.DataFrame({"v": [1, 2], "count": [1, 1]})
+    table = pd.DataFrame({"v": [1, 2], COUNT_COL: [1, 1]})
     with pytest.raises(ValueError, match=r"parameter 'k' of local_suppression = 3 exceeds the 2 records"):
         suppression_patterns(table, ["v"], 3)

@@ -24,7 +24,8 @@ import pandas as pd
 from sdc_tasks import blocking as B
 from sdc_tasks.masking.categorical import CategoryMethod, nullable_dtype
 from sdc_tasks.randomness import rng_for
-from sdc_tasks.stats.frequencies import COUNT_COL, frequency_tables, scope_rows
+from sdc_tasks.reserved import COUNT_COL
+from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
 from sdc_tasks.stats.moments import moments_graph, settled
 
 TARGET_PARTITION_ROWS = 250_000

@@ -29,9 +29,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.record_random import record_uniforms
-from sdc_tasks.stats.frequencies import COUNT_COL
-
-SUPPRESS_COL = "_suppress"
+from sdc_tasks.reserved import COUNT_COL, SUPPRESS_COL
 
 
 def nullable_dtype(dtype):

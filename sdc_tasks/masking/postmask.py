@@ -35,9 +35,9 @@ from sdc_tasks import blocking as B
 from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_arrays
 from sdc_tasks.masking import apply as A
 from sdc_tasks.randomness import rng_for
+from sdc_tasks.reserved import ORIGINAL_PREFIX
 from sdc_tasks.stats.moments import moments_graph
 
-ORIGINAL_PREFIX = "_orig_"
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
 
 

@@ -18,9 +18,8 @@ import pandas as pd
 from sdc_tasks.io import InputError
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.categorical_loss import MISSING_CODE, MISSING_TEXT, canonical
+from sdc_tasks.reserved import COUNT_COL as COUNT, MASKED_ROW, ORIGINAL_ROW, PATTERN_COL, WEIGHT_COL as WEIGHT
 
-COUNT = "__count"
-WEIGHT = "__weight"
 KANON_KS = (2, 3, 5)
 RISK_THRESHOLD = 0.1
 
@@ -133,21 +132,22 @@ def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
 
 def candidate_combinations(masked: pd.DataFrame, original: pd.DataFrame, keys: list[str],
                            max_disagreements: int) -> pd.DataFrame:
-    """Candidate pairs of (masked combination ``m``, original combination ``o``), row positions in the two
-    tables, that disagree on at most ``max_disagreements`` keys (blocking: for every set of that many keys, the
-    combinations equal on the other keys), with the agreement pattern code of each pair (level 0 agree, 1
-    disagree, first key most significant; a missing masked value disagrees)."""
-    m = masked[keys].reset_index(drop=True).assign(m=np.arange(len(masked)))
-    o = original[keys].reset_index(drop=True).assign(o=np.arange(len(original)))
+    """Candidate pairs of (masked combination, column MASKED_ROW; original combination, column ORIGINAL_ROW), row
+    positions in the two tables, that disagree on at most ``max_disagreements`` keys (blocking: for every set of
+    that many keys, the combinations equal on the other keys), with the agreement pattern code of each pair
+    (column PATTERN_COL; level 0 agree, 1 disagree, first key most significant; a missing masked value
+    disagrees)."""
+    m = masked[keys].reset_index(drop=True).assign(**{MASKED_ROW: np.arange(len(masked))})
+    o = original[keys].reset_index(drop=True).assign(**{ORIGINAL_ROW: np.arange(len(original))})
     found = []
     for ignored in combinations(keys, min(max_disagreements, len(keys))):
         on = [k for k in keys if k not in ignored]
         pairs = m.merge(o, on=on) if on else m.merge(o, how="cross")
-        found.append(pairs[["m", "o"]])
+        found.append(pairs[[MASKED_ROW, ORIGINAL_ROW]])
     pairs = pd.concat(found, ignore_index=True).drop_duplicates(ignore_index=True)
-    levels = np.column_stack([masked[k].to_numpy()[pairs["m"]] != original[k].to_numpy()[pairs["o"]]
+    levels = np.column_stack([masked[k].to_numpy()[pairs[MASKED_ROW]] != original[k].to_numpy()[pairs[ORIGINAL_ROW]]
                               for k in keys]).astype(np.int8)
-    return pairs.assign(code=pld.pattern_codes(levels, 2))
+    return pairs.assign(**{PATTERN_COL: pld.pattern_codes(levels, 2)})
 
 
 def linked_share(pairs: pd.DataFrame, flow: np.ndarray, true_pairs: np.ndarray, masked_counts: np.ndarray,
@@ -157,8 +157,8 @@ def linked_share(pairs: pd.DataFrame, flow: np.ndarray, true_pairs: np.ndarray, 
     the x records assigned from masked combination m to original combination o are a uniformly random choice
     among them, and each of the t(m, o) true pairs is linked with probability x / (a_m b_o) (a, b the
     combination sizes): sum of x t / (a b) (the 1/t tie share of METRICS.md DLD)."""
-    a = masked_counts[pairs["m"].to_numpy()]
-    b = orig_counts[pairs["o"].to_numpy()]
+    a = masked_counts[pairs[MASKED_ROW].to_numpy()]
+    b = orig_counts[pairs[ORIGINAL_ROW].to_numpy()]
     return float((flow * true_pairs / (a * b)).sum())
 
 
@@ -191,14 +191,15 @@ def categorical_linkage(joint: pd.DataFrame, original: pd.DataFrame, keys: list[
     masked = joint.groupby(masked_keys, sort=False)[COUNT].sum().reset_index().set_axis([*keys, COUNT], axis=1)
     pairs = candidate_combinations(masked, original, keys, max_disagreements)
     a, b = masked[COUNT].to_numpy(), original[COUNT].to_numpy()
-    m_idx, o_idx = pairs["m"].to_numpy(), pairs["o"].to_numpy()
-    counts = np.bincount(pairs["code"], weights=a[m_idx] * b[o_idx], minlength=2 ** len(keys))
+    m_idx, o_idx = pairs[MASKED_ROW].to_numpy(), pairs[ORIGINAL_ROW].to_numpy()
+    counts = np.bincount(pairs[PATTERN_COL], weights=a[m_idx] * b[o_idx], minlength=2 ** len(keys))
     model = pld.fit_fellegi_sunter(counts, len(keys), 2, max_iter=em_max_iter,
                                    fixed_u=chance_agreement(masked, original, keys))
-    flow = pld.transport_max_weight(m_idx, o_idx, model.weights()[pairs["code"].to_numpy()], a, b)
-    true = (joint.merge(_positions(masked, keys, "m").set_axis([*masked_keys, "m"], axis=1), on=masked_keys)
-            .merge(_positions(original, keys, "o"), on=keys)[["m", "o", COUNT]])
-    t = pairs.merge(true, on=["m", "o"], how="left")[COUNT].fillna(0.0).to_numpy()
+    flow = pld.transport_max_weight(m_idx, o_idx, model.weights()[pairs[PATTERN_COL].to_numpy()], a, b)
+    masked_rows = _positions(masked, keys, MASKED_ROW).set_axis([*masked_keys, MASKED_ROW], axis=1)
+    true = (joint.merge(masked_rows, on=masked_keys)
+            .merge(_positions(original, keys, ORIGINAL_ROW), on=keys)[[MASKED_ROW, ORIGINAL_ROW, COUNT]])
+    t = pairs.merge(true, on=[MASKED_ROW, ORIGINAL_ROW], how="left")[COUNT].fillna(0.0).to_numpy()
     n = a.sum()
     return {"PLD_cat": 100.0 * linked_share(pairs, flow, t, a, b) / float(n),
             "PLD_cat_candidate_recall": 100.0 * float(t.sum() / n),

@@ -6,7 +6,7 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
-COUNT_COL = "count"
+from sdc_tasks.reserved import COUNT_COL
 
 
 def _tidy(counts: pd.Series, by: list[str]) -> pd.DataFrame:
