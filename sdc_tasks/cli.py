@@ -112,6 +112,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.evaluate import evaluate_paths
+    from sdc_tasks.release import json_text
 
     try:
         with dask_client(dask_address, workers), _status(f"evaluating {masked} against {original}"):
@@ -120,7 +121,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                      ordinal=_orders(ordinal), weight=weight, reference=reference)
     except USER_ERRORS as exc:
         _fail(exc)
-    text = json.dumps(metrics, indent=2, sort_keys=True)
+    text = json_text(metrics)
     if out:
         with atomic_output_file(out, overwrite=True) as tmp_file:
             tmp_file.write_text(text + "\n")
