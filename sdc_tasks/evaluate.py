@@ -281,9 +281,10 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     check_columns(original, [id_col, *variables, *key_vars], "original file")
     check_columns(masked, [id_col, *variables, *key_vars], "masked file")
     cols = list(dict.fromkeys([*variables, *key_vars]))
+    # PIL's variances need the original's fourth moments; of the masked file it takes means and covariances only
     order = 4 if "pil" in families else 2
     by_id = paired(original, masked, id_col, cols).persist() if pairing != "nearest" else None
-    mo, mm = frames_moments([original, masked], cols, order)
+    mo, mm = frames_moments([original, masked], cols, [order, 2])
     n, n_masked = mo.n, mm.n
     if n == 0 or n_masked == 0:
         raise InputError(f"cannot evaluate an empty file: the original has {n} and the masked file {n_masked} "

@@ -20,7 +20,8 @@ import numpy as np
 
 CHUNK_BITS = 32
 CHUNKS = 67
-"""2^-1074 .. 2^(67 * 32 - 1074) = 2^1070 per chunk position; a shifted significand spans <= 3 chunks."""
+"""Chunk c holds multiples of 2^(32 c - 1074); a significand shifted by at most 2045 bits reaches chunk 65, and
+the last chunk takes the carries (signed)."""
 UNIT = Fraction(1, 2 ** 1074)
 
 
@@ -41,9 +42,9 @@ BATCH = 1 << 30
 @numba.njit(cache=True, nogil=True)
 def _add_products(chunks: np.ndarray, special: np.ndarray, powers: np.ndarray, spec: np.ndarray) -> None:
     """Add, for every record t and every row (r, i, s, k) of ``spec``, the product powers[r, t, i] *
-    powers[s, t, k] (rounded once; s = -1: the factor powers[r, t, i] alone) to sum number row, exactly: the product's signed significand m times
-    2^shift, in two's complement, is split into 32 + 32 bits and a signed rest on three consecutive chunks
-    (non-finite products are counted in ``special``)."""
+    powers[s, t, k] (rounded once; s = -1: the factor powers[r, t, i] alone) to sum number row, exactly: the
+    product's signed significand m times 2^shift, in two's complement, is split into 32 + 32 bits and a signed
+    rest on three consecutive chunks (non-finite products are counted in ``special``)."""
     row = np.empty(spec.shape[0])
     bits = row.view(np.int64)
     for t in range(powers.shape[1]):
@@ -81,7 +82,7 @@ class ExactSums:
     @classmethod
     def zero(cls, k: int) -> "ExactSums":
         """k empty sums (the identity of ``+``)."""
-        return cls(np.zeros((k, CHUNKS + 2), dtype=np.int64), np.zeros(k))
+        return cls(np.zeros((k, CHUNKS), dtype=np.int64), np.zeros(k))
 
     @classmethod
     def stack(cls, parts: list["ExactSums"]) -> "ExactSums":
@@ -117,14 +118,14 @@ def _rounded(f: Fraction) -> float:
 
 def exact_sums(*terms: np.ndarray) -> ExactSums:
     """One exact sum per array of ``terms`` (each summed over all its entries)."""
-    return ExactSums.stack([product_sums(np.asarray(t, dtype=np.float64).reshape(1, -1, 1), np.array([[0, 0, -1, 0]]))
-                            for t in terms])
+    alone = np.array([[0, 0, -1, 0]])
+    return ExactSums.stack([product_sums(np.asarray(t, dtype=np.float64).reshape(1, -1, 1), alone) for t in terms])
 
 
 def product_sums(powers: np.ndarray, spec: np.ndarray) -> ExactSums:
     """Exact sums over records t of powers[r, t, i] * powers[s, t, k] (powers[r, t, i] where s = -1), one per
-    row (r, i, s, k) of ``spec``;
-    ``powers`` is (orders, records, columns), each product rounded once, as numpy would."""
+    row (r, i, s, k) of ``spec``; ``powers`` is (orders, records, columns), each product rounded once, as numpy
+    would round it."""
     spec = np.ascontiguousarray(spec, dtype=np.int64).reshape(-1, 4)
     out = ExactSums.zero(spec.shape[0])
     powers = np.ascontiguousarray(powers, dtype=np.float64)

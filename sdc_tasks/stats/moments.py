@@ -132,7 +132,7 @@ class ColumnSums:
                           np.maximum(self.high, other.high))
 
     def centre(self) -> tuple[np.ndarray, np.ndarray]:
-        """(mean, exponent): the exact mean rounded once (NaN for a sum that overflowed) and, per column, the
+        """(mean, exponent): the exact mean rounded once (NaN where a value was not finite) and, per column, the
         power of two e with |x - mean| < 2^e for every x (0 for a constant or empty column)."""
         if self.n == 0:
             return np.zeros(len(self.low)), np.zeros(len(self.low), dtype=np.int64)
@@ -235,17 +235,17 @@ def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], mean: np.nda
     return deviation_sums(df[columns].to_numpy(dtype=np.float64), mean, exponent, order)
 
 
-def frames_moments(frames: list[dd.DataFrame], columns: list[str], order: int = 2) -> list[Moments]:
-    """The Moments of ``columns`` of each collection: two computations (one per pass, all collections at once),
-    so that no partition is held in memory between the passes."""
+def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
+    """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
+    all collections at once), so that no partition is held in memory between the passes."""
     firsts = dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
                                         for part in f[columns].to_delayed()], _add) for f in frames])
     seconds = dask.compute(*[tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, *first.centre(), order)
                                          for part in f[columns].to_delayed()], _add)
-                             for f, first in zip(frames, firsts)])
-    return [moments_from(first, second, order) for first, second in zip(firsts, seconds)]
+                             for f, first, order in zip(frames, firsts, orders)])
+    return [moments_from(*passes) for passes in zip(firsts, seconds, orders)]
 
 
 def frame_moments(ddf: dd.DataFrame, columns: list[str], order: int = 2) -> Moments:
     """The Moments of ``columns`` over the whole collection (:func:`frames_moments`)."""
-    return frames_moments([ddf], columns, order)[0]
+    return frames_moments([ddf], columns, [order])[0]
