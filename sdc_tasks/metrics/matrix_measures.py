@@ -19,7 +19,8 @@ Decisions on points the papers leave open (all documented at the formula they co
   asks for fractions). A term whose original component a is 0 is left out of the mean and counted in
   ``MV_<M>_undefined_terms``.
 - A column is *constant* ("flat") when its population sd is 0 up to rounding: sd <= FLAT_RTOL * |mean|
-  (a constant column's sketch carries an sd of a few ulps of its mean, not an exact 0). Flat columns have
+  (the exact sketch gives a constant column an sd of exactly 0; the tolerance also takes columns whose spread
+  is below the rounding of their values, e.g. 1e9 + 1e-8 noise). Flat columns have
   no correlation: R, RF, C and F are computed on the q attributes that are non-flat in BOTH files, and
   the terms of the other attributes are left out and counted. Their covariances are set to exactly 0, so
   the V and S mean variations count them as undefined instead of dividing by rounding noise.
@@ -85,8 +86,8 @@ def effective_sd(m: Moments) -> np.ndarray:
 
 
 def _clean_cov(v: np.ndarray, flat: np.ndarray) -> np.ndarray:
-    """A covariance matrix with the rows and columns of flat attributes set to exactly 0 (their true value; the
-    sketch holds rounding noise there)."""
+    """A covariance matrix with the rows and columns of flat attributes set to exactly 0 (their value up to
+    rounding)."""
     v = v.copy()
     v[flat, :] = 0.0
     v[:, flat] = 0.0
