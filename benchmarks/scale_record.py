@@ -119,7 +119,7 @@ def main() -> None:
             print(f"{name}: time({large:.0e}) / time({small:.0e}) = {total[large] / total[small]:.2f} with Prefect's "
                   f"start, {stages[large] / stages[small]:.2f} over the stages (records x {large / small:.0f})")
     if args.json:
-        args.json.write_text(json.dumps(figures, indent=1))
+        args.json.write_text(json.dumps(figures, indent=1, allow_nan=False))
 
 
 if __name__ == "__main__":

@@ -132,6 +132,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.evaluate import evaluate_paths
+    from sdc_tasks.release import json_text
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
@@ -141,7 +142,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
             metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
                                      tuple(_split(families) or ()), pairing, categorical=_split(categorical),
                                      ordinal=_orders(ordinal), weight=weight, reference=reference)
-            text = json.dumps(metrics, indent=2, sort_keys=True)
+            text = json_text(metrics)
             if tmp_file:
                 tmp_file.write_text(text + "\n")
     except USER_ERRORS as exc:

@@ -27,6 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES
 from sdc_tasks.evaluate import FAMILIES, evaluate
 from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
+from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
@@ -337,7 +338,8 @@ def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
                                ordinal={v: o for v, o in source.category_orders.items() if v in variables})
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
-    metrics["risk"] = metrics["PLD_cat"] if config.variables is not None else risk(metrics, risk_setup)
+    metrics.update(finite_measure("risk", metrics.get("PLD_cat", math.nan) if config.variables is not None
+                                  else risk(metrics, risk_setup)))
     return ConfigurationResult(config, metrics, {"mask": t1 - t0, "evaluate": perf_counter() - t1,
                                                  "cpu": process_time() - cpu0})
 
@@ -404,16 +406,17 @@ def risk(metrics: dict, risk_setup: str = "metrics") -> float:
     """The disclosure-risk half of the chapter 6 score, normalised to weights summing to 1:
     0.25 DLD + 0.25 PLD + 0.5 ID, so that score = 0.5 IL + 0.5 risk (sdc_methods_comparison_chapter.txt
     sec. 4, Score); the unprotected file has risk 100. DLD and PLD are the linkage measures of ``risk_setup``
-    (RISK_SETUPS: METRICS.md's DLD and PLD, or DLDpub and PLDpub, the setup of the published Table 1)."""
+    (RISK_SETUPS: METRICS.md's DLD and PLD, or DLDpub and PLDpub, the setup of the published Table 1). NaN when
+    a measure is missing (left out as not finite): such a configuration ranks last."""
     dld, pld = RISK_SETUPS[risk_setup]
-    return 0.25 * metrics[dld] + 0.25 * metrics[pld] + 0.5 * metrics["ID"]
+    return 0.25 * metrics.get(dld, math.nan) + 0.25 * metrics.get(pld, math.nan) + 0.5 * metrics.get("ID", math.nan)
 
 
 def ranking_score(metrics: dict, risk_setup: str = "metrics") -> float:
     """The chapter 6 score 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID = 0.5 IL + 0.5 risk
     (sdc_methods_comparison_chapter.txt sec. 4, Score) with the linkage measures of ``risk_setup``; with
-    "metrics" it equals METRICS.md's score."""
-    return 0.5 * metrics["IL"] + 0.5 * risk(metrics, risk_setup)
+    "metrics" it equals METRICS.md's score; NaN (ranked last) when a measure is missing."""
+    return 0.5 * metrics.get("IL", math.nan) + 0.5 * risk(metrics, risk_setup)
 
 
 def ranks(values: pd.Series) -> pd.Series:
@@ -428,9 +431,9 @@ def ranking_table(results: list[ConfigurationResult], risk_setup: str = "metrics
     in grid order). The DLD and PLD columns hold the linkage measures of ``risk_setup`` (RISK_SETUPS), Score
     is :func:`ranking_score`."""
     columns = dict(zip(MEASURES, ("IL", *RISK_SETUPS[risk_setup], "ID")))
-    rows = [{"Method": r.config.label, **{m: float(r.metrics[key]) for m, key in columns.items()},
+    rows = [{"Method": r.config.label, **{m: float(r.metrics.get(key, math.nan)) for m, key in columns.items()},
              "Score": ranking_score(r.metrics, risk_setup), "PIL": float(r.metrics.get("PIL", math.nan)),
-             "Risk": float(r.metrics["risk"]), "Family": r.config.family, "Registry": r.config.method,
+             "Risk": float(r.metrics.get("risk", math.nan)), "Family": r.config.family, "Registry": r.config.method,
              "Params": json.dumps(r.config.params, sort_keys=True),
              "Seconds": round(r.seconds.get("mask", 0.0) + r.seconds.get("evaluate", 0.0), 3)}
             for r in results]

@@ -19,6 +19,7 @@ from scipy.spatial import cKDTree
 
 from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES, categorical_measures, check_categorical
 from sdc_tasks.io import InputError, add_row_ids
+from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures, quantile_pil
@@ -27,7 +28,7 @@ from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, 
                               probabilistic_linkage_graph, published_linkage_graph,
                               published_probabilistic_linkage_graph)
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
-from sdc_tasks.stats.moments import moments_graph, tree_merge
+from sdc_tasks.stats.moments import frames_moments, tree_merge
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
 
@@ -266,7 +267,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
     out.update(categorical_measures(pairs, original, masked, id_col, categorical, keys, ordinal, weight, reference,
                                     cat_families, n_masked))
-    return out
+    return finite_metrics(out)
 
 
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
@@ -290,12 +291,11 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     check_columns(original, [id_col, *variables, *key_vars], "original file")
     check_columns(masked, [id_col, *variables, *key_vars], "masked file")
     cols = list(dict.fromkeys([*variables, *key_vars]))
+    # PIL's variances need the original's fourth moments; of the masked file it takes means and covariances only
     order = 4 if "pil" in families else 2
     by_id = paired(original, masked, id_col, cols).persist() if pairing != "nearest" else None
-    counts = [_count(f) for f in (original, masked)] + ([_count(by_id)] if by_id is not None else [])
-    mo, mm, *sizes = dask.compute(moments_graph(original, cols, order), moments_graph(masked, cols, order), *counts)
-    mo, mm = mo.settled(), mm.settled()
-    n, n_masked = int(sizes[0]), int(sizes[1])
+    mo, mm = frames_moments([original, masked], cols, [order, 2])
+    n, n_masked = mo.n, mm.n
     if n == 0 or n_masked == 0:
         raise InputError(f"cannot evaluate an empty file: the original has {n} and the masked file {n_masked} "
                          "records")
@@ -304,7 +304,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ki = [idx[k] for k in key_vars]
     sd = mo.sd
     scale = np.where(sd > 0, sd, 1.0)
-    matched = int(sizes[2]) if by_id is not None else 0
+    matched = int(dask.compute(_count(by_id))[0]) if by_id is not None else 0
     if pairing == "id" and matched != n_masked:
         raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "
                          f"same {id_col!r} (use pairing 'nearest' for synthetic or re-sized files)")
@@ -377,7 +377,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         out["ID"] = float(pct[:-1].mean())
         out["SDID"] = float(pct[-1])
     out.update(scores(out))
-    return out
+    return finite_metrics(out)
 
 
 def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",

@@ -164,9 +164,15 @@ def package_versions() -> dict[str, str]:
     return out
 
 
+def json_text(obj) -> str:
+    """``obj`` as indented, key-sorted, strict JSON: a NaN or an infinity raises ValueError instead of being
+    written as the invalid tokens NaN / Infinity."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default, allow_nan=False)
+
+
 def write_json(path: Path, obj: dict) -> Path:
-    """Write ``obj`` as indented, key-sorted JSON."""
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True, default=_json_default) + "\n")
+    """Write ``obj`` as :func:`json_text` (nothing is written when it raises)."""
+    path.write_text(json_text(obj) + "\n")
     return path
 
 

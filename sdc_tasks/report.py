@@ -114,7 +114,9 @@ METRIC_SPECS: tuple[MetricSpec, ...] = (
     _exact("score_simple", GROUP_SCORE, "0.5 IL + 0.25 DLD + 0.25 ID"),
     _exact("score_pil", GROUP_SCORE, "score with PIL in place of IL"),
     _exact("IL1_zero_cells", GROUP_OTHER, "Cells with x_ij = 0, left out of IL1"),
-    MetricSpec(r"(\w+)_undefined_terms", GROUP_OTHER, "Terms of {i} left out as undefined (zero denominator)"),
+    MetricSpec(r"(\w+)_undefined_terms", GROUP_OTHER,
+               "Terms of {i} left out as undefined (zero denominator or not finite)"),
+    MetricSpec(r"(\w+)_not_finite", GROUP_OTHER, "{i} left out: its value is not finite (beyond the float range)"),
 )
 
 

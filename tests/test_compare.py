@@ -122,6 +122,16 @@ def test_ranking_table_on_a_hand_made_table():
     assert (0.5 * table["IL"] + 0.5 * table["Risk"]).tolist() == pytest.approx(table["Score"].tolist())
 
 
+def test_a_configuration_missing_a_measure_ranks_last():
+    # a measure left out as not finite (metrics/finite.py) is absent: no crash, the configuration ranks last
+    short = result("S", 1, 1, 1, 1)
+    del short.metrics["IL"]
+    table = C.ranking_table([short, result("A", 10, 20, 30, 40)])
+    assert table["Method"].tolist() == ["A", "S"]
+    assert np.isnan(table.set_index("Method").loc["S", "Score"])
+    assert table.set_index("Method").loc["S", "IL-Rank"] == 2
+
+
 def test_pareto_front_of_the_map_points():
     results = [result("A", 10, 20, 30, 40), result("B", 5, 20, 10, 80), result("C", 30, 2, 1, 10),
                result("D", 10, 50, 30, 40), result("E", 40, 2, 1, 10)]

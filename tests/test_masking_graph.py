@@ -135,18 +135,6 @@ def test_input_frame_is_not_modified(synthetic, sync_dask):
     pd.testing.assert_frame_equal(synthetic, before)
 
 
-def test_settled_statistics_ignore_summation_order():
-    from sdc_tasks.stats.moments import settled
-
-    rng = np.random.default_rng(0)
-    x = rng.lognormal(10, 2, size=10_000)
-    a = sum(x.tolist()) / len(x)
-    b = float(np.sum(np.sort(x))) / len(x)
-    assert settled(np.array([a])) == settled(np.array([b]))
-    np.testing.assert_array_equal(settled(np.array([0.0, -1234.5678901234567, 3e-300])),
-                                  np.array([0.0, -1234.56789012, 3e-300]))
-
-
 ALL_METHODS = {
     "mdav": {"k": 3, "block_size": 300},
     "md": {"k": 3, "block_size": 300},

@@ -8,6 +8,7 @@ code under test twice and comparing it with itself.
 from __future__ import annotations
 
 import math
+import operator
 import warnings
 from fractions import Fraction
 
@@ -24,7 +25,7 @@ from sdc_tasks.io import InputError
 from sdc_tasks.kdtree import kd_tree
 from sdc_tasks.metrics.information_loss import cell_sums, information_loss
 from sdc_tasks.metrics.risk import exact_distances, interval_hits, linkage_counts, linkage_credit, scores, sdid_hits
-from sdc_tasks.stats.moments import empty_moments, merge_moments, moments_graph, moments_of, tree_merge
+from sdc_tasks.stats.moments import blocks_moments, column_sums, frame_moments, moments_of, tree_merge
 
 HYPO = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
@@ -146,14 +147,22 @@ def test_merge_of_random_splits_equals_whole(seed, n, p, cuts):
     mix = np.eye(p) + 0.3 * np.tril(rng.normal(size=(p, p)), -1)
     x = rng.normal(size=(n, p)) @ mix * rng.uniform(1.0, 10.0, size=p) + rng.normal(size=p) * 50.0
     bounds = sorted({0, n, *(int(c * n) for c in cuts)})
-    merged = empty_moments(p)
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
-        merged = merge_moments(merged, moments_of(x[lo:hi]))
+    merged = blocks_moments([x[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])])
+    assert_identical(merged, moments_of(x))
     mean, comoment = ref_moments(x)
     assert_moments_close(merged, mean, comoment, n, 1e-12)
     assert_moments_close(moments_of(x), mean, comoment, n, 1e-12)
     # population covariance divides by n (METRICS.md: moments divide by n)
     np.testing.assert_allclose(merged.cov, np.cov(x.T, bias=True).reshape(p, p), rtol=1e-10, atol=1e-10)
+
+
+def assert_identical(a, b):
+    """Two sketches hold bit-identical counts, means and sums."""
+    assert a.n == b.n and a.scaled.keys() == b.scaled.keys()
+    np.testing.assert_array_equal(a.mean, b.mean)
+    np.testing.assert_array_equal(a.exponent, b.exponent)
+    for key in a.scaled:
+        np.testing.assert_array_equal(a.scaled[key], b.scaled[key])
 
 
 def exact_cov(x: np.ndarray) -> list[list[Fraction]]:
@@ -176,9 +185,8 @@ def test_shifted_column_keeps_centred_covariance():
     # the rounding of the shift moves the true covariance by ~1e-7 relative only
     np.testing.assert_allclose(exact, exact_base, rtol=1e-6)
     whole = moments_of(shifted)
-    halves = merge_moments(moments_of(shifted[:17]), moments_of(shifted[17:]))
-    tree = dask.compute(tree_merge([moments_of(shifted[i:i + 5]) for i in range(0, 50, 5)], merge_moments,
-                                   split_every=3))[0]
+    halves = blocks_moments([shifted[:17], shifted[17:]])
+    tree = blocks_moments([shifted[i:i + 5] for i in range(0, 50, 5)])
     for mo in (whole, halves, tree):
         assert mo.n == 50
         np.testing.assert_allclose(mo.cov, exact, rtol=1e-6)
@@ -194,13 +202,16 @@ def test_tree_merge_over_1_to_20_partitions(split_every):
     rng = np.random.default_rng(11)
     x = rng.normal(size=(97, 3)) * [1.0, 10.0, 0.1] + [5.0, -300.0, 10.0]
     mean, comoment = ref_moments(x)
+    whole = moments_of(x)
+    exact = [sum(map(Fraction, x[:, j].tolist()), Fraction(0)) for j in range(3)]
     for k in range(1, 21):
-        chunks = np.array_split(x, k)
-        sketches = [moments_of(c) for c in chunks] + [moments_of(np.empty((0, 3)))]  # an empty partition too
-        mo = dask.compute(tree_merge(sketches, merge_moments, split_every=split_every))[0]
-        assert_moments_close(mo, mean, comoment, 97, 1e-12)
+        chunks = [*np.array_split(x, k), np.empty((0, 3))]  # an empty partition too
+        sums = dask.compute(tree_merge([column_sums(c) for c in chunks], operator.add, split_every=split_every))[0]
+        assert sums.n == 97 and sums.total.fractions() == exact
+        assert_identical(blocks_moments(chunks), whole)
+    assert_moments_close(whole, mean, comoment, 97, 1e-12)
     with pytest.raises(ValueError):
-        tree_merge([], merge_moments)
+        tree_merge([], operator.add)
 
 
 @pytest.mark.parametrize("parts", [1, 3, 7])
@@ -208,7 +219,7 @@ def test_moments_graph_on_dask_frame(parts):
     rng = np.random.default_rng(3)
     x = rng.normal(size=(60, 2)) + [1.0, 2.0]
     df = frame(x, ["a", "b"])
-    mo = dask.compute(moments_graph(dd.from_pandas(df, npartitions=parts), ["b", "a"]))[0]
+    mo = frame_moments(dd.from_pandas(df, npartitions=parts), ["b", "a"])
     mean, comoment = ref_moments(x[:, ::-1])
     assert_moments_close(mo, mean, comoment, 60, 1e-12)
 

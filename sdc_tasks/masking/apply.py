@@ -26,7 +26,7 @@ from sdc_tasks.masking.categorical import CategoryMethod, nullable_dtype
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
-from sdc_tasks.stats.moments import moments_graph, settled
+from sdc_tasks.stats.moments import frame_moments
 
 TARGET_PARTITION_ROWS = 250_000
 
@@ -168,7 +168,7 @@ def _axes(m, plan: BlockPlan, p: int) -> np.ndarray:
     if plan.axes == "zsum":
         return np.ones((p, 1))
     if plan.axes == "principal":
-        return settled(B.principal_axes(m, min(plan.levels, p)))
+        return B.principal_axes(m, min(plan.levels, p))
     return np.zeros((p, 0))
 
 
@@ -186,9 +186,9 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     offsets = B.offsets_of(lengths)
     labels = stratum_labels(ddf, ctx.strata)
     codes = {lab: i for i, lab in enumerate(labels)}
-    m = moments_graph(ddf, variables).compute()
+    m = frame_moments(ddf, variables)
     axes = _axes(m, plan, len(variables))
-    args = (variables, ctx.id_column, ctx.strata, codes, settled(m.mean), settled(m.sd), axes)
+    args = (variables, ctx.id_column, ctx.strata, codes, m.mean, m.sd, axes)
     key_parts = [dask.delayed(_key_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
     frame = dd.from_delayed(key_parts, meta=_key_frame(ddf._meta, 0, *args), verify_meta=False)
     sizes = np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
@@ -247,10 +247,10 @@ def _mask_blocks(part: pd.DataFrame, variables: list[str], id_col: str, kernel: 
 
 
 def global_stats(ddf: dd.DataFrame, variables: list[str]) -> BlockStats:
-    """Settled mean and sd (tree-reduced moments) and the extremes of each variable."""
-    m = moments_graph(ddf, variables).compute()
+    """Mean and sd (exact-sum moments, the same for any partitioning) and the extremes of each variable."""
+    m = frame_moments(ddf, variables)
     lo, hi = dask.compute(ddf[variables].min(), ddf[variables].max())
-    return BlockStats(settled(m.mean), settled(m.sd), lo.to_numpy(np.float64), hi.to_numpy(np.float64))
+    return BlockStats(m.mean, m.sd, lo.to_numpy(np.float64), hi.to_numpy(np.float64))
 
 
 def blocked_records(blocked: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,

@@ -34,7 +34,7 @@ from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate,
 from sdc_tasks.masking.vmdav import variable_microaggregate_block
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.record_random import record_normals
-from sdc_tasks.stats.moments import moments_graph
+from sdc_tasks.stats.moments import frame_moments
 
 
 @dataclass(frozen=True)
@@ -169,8 +169,8 @@ def block_for(method: str, ddf: dd.DataFrame, variables: list[str], params: dict
 
 
 def _moments(ddf: dd.DataFrame, variables: list[str]):
-    """Settled moments of the variables."""
-    return moments_graph(ddf, variables).compute().settled()
+    """Moments of the variables (the same for any partitioning)."""
+    return frame_moments(ddf, variables)
 
 
 def _record_context(method: str, ddf: dd.DataFrame, variables: list[str], params: dict[str, Any],

@@ -36,7 +36,7 @@ from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_array
 from sdc_tasks.masking import apply as A
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import ORIGINAL_PREFIX
-from sdc_tasks.stats.moments import moments_graph
+from sdc_tasks.stats.moments import frame_moments
 
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
 
@@ -274,7 +274,7 @@ def original_context(source: dd.DataFrame, variables: list[str], ctx) -> dict:
     """What the kernel needs besides the block, under ``context``: the variables, the original's mean and
     population sd (standardization, Algorithm 1 step 1), seed and step (random streams keyed by (seed,
     step, block))."""
-    m = moments_graph(source, original_columns(variables)).compute().settled()
+    m = frame_moments(source, original_columns(variables))
     return {"context": {"variables": list(variables), "center": m.mean, "scale": m.sd, "seed": ctx.seed,
                         "step": ctx.step}}
 

@@ -10,20 +10,28 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from sdc_tasks.metrics.finite import finite_measure
+from sdc_tasks.stats.exact_sum import ExactSums, exact_sums
 from sdc_tasks.stats.moments import Moments
 
 
 @dataclass(frozen=True)
 class CellSums:
-    """Mergeable per-cell sums over paired records: sum |x - x'| / |x| over nonzero x, and the cell counts."""
+    """Mergeable per-cell sums over paired records: sum |x - x'| / |x| over nonzero x (exact, so the same for
+    any partitioning), and the cell counts."""
 
-    rel_abs_err: float
+    rel: ExactSums
     cells: int
     zero_cells: int
 
+    @property
+    def rel_abs_err(self) -> float:
+        """sum |x - x'| / |x| over the nonzero x, rounded once."""
+        return float(self.rel.values()[0])
+
     def __add__(self, other: "CellSums") -> "CellSums":
-        return CellSums(self.rel_abs_err + other.rel_abs_err, self.cells + other.cells,
-                        self.zero_cells + other.zero_cells)
+        """Sums of two disjoint blocks of paired records."""
+        return CellSums(self.rel + other.rel, self.cells + other.cells, self.zero_cells + other.zero_cells)
 
 
 def cell_sums(x: np.ndarray, xm: np.ndarray) -> CellSums:
@@ -31,16 +39,20 @@ def cell_sums(x: np.ndarray, xm: np.ndarray) -> CellSums:
     x = np.asarray(x, dtype=np.float64)
     xm = np.asarray(xm, dtype=np.float64)
     nonzero = x != 0
-    ratio = np.abs(x - xm)[nonzero] / np.abs(x[nonzero])
-    return CellSums(float(ratio.sum()), int(nonzero.sum()), int((~nonzero).sum()))
+    with np.errstate(over="ignore", invalid="ignore"):
+        ratio = np.abs(x - xm)[nonzero] / np.abs(x[nonzero])
+    return CellSums(exact_sums(ratio), int(nonzero.sum()), int((~nonzero).sum()))
 
 
 def _mean_variation(orig: np.ndarray, masked: np.ndarray) -> tuple[float | None, int]:
-    """Mean of |a - a'| / |a| over the cells with a != 0 (None if there is none), and the cells left out."""
-    defined = orig != 0
+    """Mean of |a - a'| / |a| over the cells with a != 0 and a finite term (None if there is none), and the
+    cells left out."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        terms = np.abs(orig - masked) / np.abs(np.where(orig != 0, orig, 1.0))
+    defined = (orig != 0) & np.isfinite(terms)
     if not defined.any():
         return None, int(orig.size)
-    return float(np.mean(np.abs(orig - masked)[defined] / np.abs(orig[defined]))), int((~defined).sum())
+    return float(np.mean(terms[defined])), int((~defined).sum())
 
 
 def information_loss(cells: CellSums, mo: Moments, mm: Moments) -> dict[str, float]:
@@ -49,8 +61,9 @@ def information_loss(cells: CellSums, mo: Moments, mm: Moments) -> dict[str, flo
     IL1 = 100 mean |x - x'| / |x|; IL2 = 100 mean_j |xbar_j - xbar'_j| / |xbar_j|;
     IL3 = 100 mean_{i<=j} |v_ij - v'_ij| / |v_ij|; IL4 = 100 mean_j |v_jj - v'_jj| / |v_jj|;
     IL5 = 100 mean_{i<j} |r_ij - r'_ij|; IL = mean of IL1..IL5.
-    A term whose denominator is 0 is left out and counted; a measure with no defined term is omitted
-    (and counted in ``IL_missing_measures``), never reported as NaN.
+    A term whose denominator is 0, or that is not finite, is left out and counted; a measure with no defined
+    term is omitted (and counted in ``IL_missing_measures``), never reported as NaN; a measure whose value is
+    not finite (an overflowed sum) is omitted and counted too, with ``<key>_not_finite``.
     """
     p = mo.mean.shape[0]
     upper = np.triu_indices(p)
@@ -73,7 +86,8 @@ def information_loss(cells: CellSums, mo: Moments, mm: Moments) -> dict[str, flo
         if undefined[key] and key != "IL1":
             out[f"{key}_undefined_terms"] = float(undefined[key])
         if values[key] is not None:
-            out[key] = 100.0 * values[key]
+            out.update(finite_measure(key, 100.0 * values[key]))
+        if key in out:
             present.append(out[key])
     out["IL_missing_measures"] = float(5 - len(present))
     if present:

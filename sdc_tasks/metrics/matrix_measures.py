@@ -19,7 +19,8 @@ Decisions on points the papers leave open (all documented at the formula they co
   asks for fractions). A term whose original component a is 0 is left out of the mean and counted in
   ``MV_<M>_undefined_terms``.
 - A column is *constant* ("flat") when its population sd is 0 up to rounding: sd <= FLAT_RTOL * |mean|
-  (a constant column's sketch carries an sd of a few ulps of its mean, not an exact 0). Flat columns have
+  (the exact sketch gives a constant column an sd of exactly 0; the tolerance also takes columns whose spread
+  is below the rounding of their values, e.g. 1e9 + 1e-8 noise). Flat columns have
   no correlation: R, RF, C and F are computed on the q attributes that are non-flat in BOTH files, and
   the terms of the other attributes are left out and counted. Their covariances are set to exactly 0, so
   the V and S mean variations count them as undefined instead of dividing by rounding noise.
@@ -39,17 +40,23 @@ Decisions on points the papers leave open (all documented at the formula they co
   is the number of cells kept.
 - A measure with no defined term at all (e.g. R when p = 1, MV_X when every x is 0) is left out of the
   result and counted in ``matrix_missing_measures``; nothing is ever NaN or inf. ``<key>_undefined_terms``
-  appears only when it is not 0 (as in information_loss.py).
+  appears only when it is not 0 (as in information_loss.py). A term that is not finite (data near the float
+  range: a square that overflows) is left out and counted like a zero denominator, and a measure whose value
+  is not finite (MSE_X of such data) is left out, counted, and flagged ``<key>_not_finite`` (metrics/finite.py).
+- Correlations come from the sketches' scaled covariances (powers of two per column, exact), which stay
+  finite where the covariances themselves overflow.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from numpy.linalg import eigh
 
+from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.metrics.paired_blocks import paired_columns
+from sdc_tasks.stats.exact_sum import ExactSums, exact_sums
 from sdc_tasks.stats.moments import Moments
 
 #: A column is constant when its sd is at most this fraction of |mean| (or exactly 0).
@@ -78,10 +85,10 @@ def effective_sd(m: Moments) -> np.ndarray:
     return np.where(flat_attributes(m), 0.0, m.sd)
 
 
-def _clean_cov(m: Moments, flat: np.ndarray) -> np.ndarray:
-    """Population covariance matrix V = C / n with the rows and columns of flat attributes set to exactly 0
-    (their true value; the sketch holds rounding noise there)."""
-    v = m.cov.copy()
+def _clean_cov(v: np.ndarray, flat: np.ndarray) -> np.ndarray:
+    """A covariance matrix with the rows and columns of flat attributes set to exactly 0 (their value up to
+    rounding)."""
+    v = v.copy()
     v[flat, :] = 0.0
     v[:, flat] = 0.0
     return v
@@ -91,6 +98,9 @@ def _clean_cov(m: Moments, flat: np.ndarray) -> np.ndarray:
 # X - X' and IL1s: mergeable sums over paired records
 # ----------------------------------------------------------------------------------------------------------
 
+SUMS = ("sq_err", "abs_err", "rel_abs_err", "scaled_abs_err")
+
+
 @dataclass(frozen=True)
 class CellErrors:
     """Sums over paired cells (x_ij, x'_ij), mergeable with ``+`` (``CellErrors()`` is the identity).
@@ -99,24 +109,26 @@ class CellErrors:
     mean square / mean absolute error); ``rel_abs_err`` = sum |x - x'| / |x| over the cells with x != 0,
     ``zero_cells`` the cells with x = 0 (mean variation of X - X'); ``scaled_abs_err`` =
     sum |x_ij - x'_ij| / (sqrt(2) S_j) over the cells with S_j > 0, ``flat_cells`` the cells with S_j = 0
-    (IL1s, pil_measures.txt sec. 2).
+    (IL1s, pil_measures.txt sec. 2). The four sums are exact (``sums``, in the order of SUMS), so they do not
+    depend on how the records are split into blocks; each is rounded once when read.
     """
 
-    sq_err: float = 0.0
-    abs_err: float = 0.0
-    rel_abs_err: float = 0.0
-    scaled_abs_err: float = 0.0
+    sums: ExactSums = field(default_factory=lambda: ExactSums.zero(len(SUMS)))
     cells: int = 0
     zero_cells: int = 0
     flat_cells: int = 0
+
+    def __getattr__(self, name: str) -> float:
+        """The sums of SUMS by name, rounded once."""
+        if name not in SUMS:
+            raise AttributeError(name)
+        return float(self.sums.values()[SUMS.index(name)])
 
     def __add__(self, other: "CellErrors") -> "CellErrors":
         """Sums of two disjoint blocks of paired records."""
         if not isinstance(other, CellErrors):
             return NotImplemented
-        return CellErrors(self.sq_err + other.sq_err, self.abs_err + other.abs_err,
-                          self.rel_abs_err + other.rel_abs_err, self.scaled_abs_err + other.scaled_abs_err,
-                          self.cells + other.cells, self.zero_cells + other.zero_cells,
+        return CellErrors(self.sums + other.sums, self.cells + other.cells, self.zero_cells + other.zero_cells,
                           self.flat_cells + other.flat_cells)
 
 
@@ -131,18 +143,17 @@ def cell_errors(x: np.ndarray, xm: np.ndarray, sd: np.ndarray) -> CellErrors:
     sd = np.asarray(sd, dtype=np.float64).reshape(-1)
     if sd.shape[0] != x.shape[1]:
         raise ValueError(f"sd has {sd.shape[0]} entries for {x.shape[1]} columns")
-    diff = np.abs(x - xm)
-    # survey table, X - X', mean variation: |x_ij - x'_ij| / |x_ij|, only where x_ij != 0
-    nonzero = x != 0
-    rel = diff[nonzero] / np.abs(x[nonzero])
-    # pil_measures.txt sec. 2 (Yancey et al. 2002): |x_ij - x'_ij| / (sqrt(2) S_j), only where S_j > 0
-    live = sd > 0
-    scaled = diff[:, live] / (np.sqrt(2.0) * sd[live])
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = np.abs(x - xm)
+        # survey table, X - X', mean variation: |x_ij - x'_ij| / |x_ij|, only where x_ij != 0
+        nonzero = x != 0
+        rel = diff[nonzero] / np.abs(x[nonzero])
+        # pil_measures.txt sec. 2 (Yancey et al. 2002): |x_ij - x'_ij| / (sqrt(2) S_j), only where S_j > 0
+        live = sd > 0
+        scaled = diff[:, live] / (np.sqrt(2.0) * sd[live])
+        square = diff * diff
     return CellErrors(
-        sq_err=float(np.sum(diff * diff)),
-        abs_err=float(np.sum(diff)),
-        rel_abs_err=float(np.sum(rel)),
-        scaled_abs_err=float(np.sum(scaled)),
+        sums=exact_sums(square, diff, rel, scaled),
         cells=int(diff.size),
         zero_cells=int(diff.size - np.count_nonzero(nonzero)),
         flat_cells=int(x.shape[0] * np.count_nonzero(~live)),
@@ -159,20 +170,23 @@ def _discrepancies(a: np.ndarray, b: np.ndarray, defined: np.ndarray,
 
     Survey table ("divided by the number of cells in either matrix"):
     MSE = sum w (a - b)^2 / N, MAE = sum w |a - b| / N, MV = sum w |a - b| / |a| / N, N the number of cells
-    kept and w = 1, or w_j of the column for RF and F. MV also leaves out the cells with a = 0. Returns,
+    kept and w = 1, or w_j of the column for RF and F. MV also leaves out the cells with a = 0, and each
+    error the cells whose term is not finite. Returns,
     per error, (value or None when no cell is kept, number of cells left out).
     """
     a = np.asarray(a, dtype=np.float64)
     b = np.asarray(b, dtype=np.float64)
     w = np.ones_like(a) if weights is None else np.broadcast_to(weights, a.shape)
-    diff = np.abs(a - b)
-    mv_defined = defined & (a != 0)
     out: dict[str, tuple[float | None, int]] = {}
-    for name, terms, keep in (("MSE", diff * diff, defined), ("MAE", diff, defined),
-                              ("MV", np.divide(diff, np.abs(a), out=np.zeros_like(diff), where=mv_defined),
-                               mv_defined)):
+    with np.errstate(over="ignore", invalid="ignore"):
+        diff = np.abs(a - b)
+        mv_defined = defined & (a != 0)
+        mv = np.divide(diff, np.abs(a), out=np.zeros_like(diff), where=mv_defined)
+        found = (("MSE", w * (diff * diff), defined), ("MAE", w * diff, defined), ("MV", w * mv, mv_defined))
+    for name, terms, defined_terms in found:
+        keep = defined_terms & np.isfinite(terms)
         kept = int(np.count_nonzero(keep))
-        value = float(np.sum(w[keep] * terms[keep]) / kept) if kept else None
+        value = float(np.sum(terms[keep]) / kept) if kept else None
         out[name] = (value, int(keep.size - kept))
     return out
 
@@ -255,7 +269,8 @@ def matrix_measures(cells: CellErrors, mo: Moments, mm: Moments) -> dict[str, fl
     put("Xbar", _discrepancies(mo.mean, mm.mean, np.ones(p, dtype=bool)))
 
     flat_o, flat_m = flat_attributes(mo), flat_attributes(mm)
-    vo, vm = _clean_cov(mo, flat_o), _clean_cov(mm, flat_m)
+    with np.errstate(over="ignore", invalid="ignore"):
+        vo, vm = _clean_cov(mo.cov, flat_o), _clean_cov(mm.cov, flat_m)
     # V - V' (survey table): the p(p+1)/2 cells 1 <= i <= j <= p (the table's divisor p(p+1)/2 includes
     # the diagonal; pil_measures.txt Table 1 prints p(p-1)/2 there, METRICS.md IL3 settles on i <= j)
     upper = np.triu_indices(p)
@@ -271,8 +286,8 @@ def matrix_measures(cells: CellErrors, mo: Moments, mm: Moments) -> dict[str, fl
     ro, rm = np.zeros((p, p)), np.zeros((p, p))
     if q:
         grid = np.ix_(live, live)
-        ro[grid] = _correlation(vo, live)
-        rm[grid] = _correlation(vm, live)
+        ro[grid] = _correlation(mo.scaled_cov(), live)
+        rm[grid] = _correlation(mm.scaled_cov(), live)
     put("R", _discrepancies(ro[strict], rm[strict], (live[:, None] & live[None, :])[strict]))
 
     # RF, C, F (survey table): principal components of the correlation matrices of the q live attributes
@@ -303,10 +318,10 @@ def matrix_measures(cells: CellErrors, mo: Moments, mm: Moments) -> dict[str, fl
     missing = 0
     for key in (*KEYS, "IL1s"):
         value, undefined = il1s if key == "IL1s" else results[key]
-        if value is None:
+        if value is not None:
+            out.update(finite_measure(key, value))
+        if key not in out:
             missing += 1
-        else:
-            out[key] = float(value)
         if undefined:
             out[f"{key}_undefined_terms"] = float(undefined)
     out["matrix_missing_measures"] = float(missing)

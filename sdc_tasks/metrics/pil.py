@@ -107,7 +107,7 @@ def quantile_pil(sorted_orig: np.ndarray, sorted_masked: np.ndarray,
     theta_hat = np.quantile(xm, q)
     inside = np.searchsorted(xo, theta + eps, side="left") - np.searchsorted(xo, theta - eps, side="right")
     f = inside / (n * 2.0 * eps)
-    with np.errstate(divide="ignore"):
+    with np.errstate(divide="ignore", over="ignore"):
         var = np.where(f > 0, q * (1.0 - q) / (n_masked * np.where(f > 0, f, 1.0) ** 2), np.nan)
     scale = np.maximum(np.abs(theta), np.abs(theta_hat))
     return _defined(pil(_snap(theta_hat - theta, scale), var))

@@ -1,49 +1,73 @@
-"""Mergeable first and second moment sketches, combined by a numerically stable tree reduction."""
+"""Moments of p columns from exact sums: the same bits for any partitioning of the same records.
+
+Two passes over the data, each a tree reduction of per-partition exact sums (:mod:`sdc_tasks.stats.exact_sum`):
+the first sums every column exactly (and takes its extremes), which fixes the mean (the exact sum divided by n,
+rounded once); the second sums, exactly, the products of the deviations d = x - mean that the moments need, each
+deviation scaled by a power of two (exact) so that no product overflows or underflows for extreme-but-finite
+data. Every product is rounded once, the same way in any partition, and sums are exact, so no result depends on
+how the records are split into partitions or in which order partial sums are merged.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from math import comb
+from dataclasses import dataclass
+from fractions import Fraction
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.stats.exact_sum import ExactSums, exact_sums, product_sums
 from sdc_tasks.task_graph import fold
 
-
-CROSS_KEYS = ((1, 1), (2, 1), (1, 2), (3, 1), (1, 3), (2, 2))
-SETTLED_DIGITS = 12
-
-
-def settled(x: np.ndarray, digits: int = SETTLED_DIGITS) -> np.ndarray:
-    """``x`` rounded to ``digits`` significant digits, so that statistics merged in a different order (another
-    partitioning) give bit-identical values before they steer sorting, standardization or eigenvectors."""
-    x = np.asarray(x, dtype=np.float64)
-    return np.array([float(f"{v:.{digits}g}") for v in x.ravel()]).reshape(x.shape)
+CROSS_KEYS = ((1, 1), (3, 1), (1, 3), (2, 2))
+SYMMETRIC_KEYS = ((1, 1), (2, 2))
+FULL_KEYS = ((3, 1),)
 
 
 @dataclass(frozen=True)
 class Moments:
-    """Count, mean vector and centred sums of p columns, mergeable exactly.
+    """Count, mean vector and centred sums of p columns.
 
-    ``comoment`` is C = sum (x - mean)(x - mean)^T. With ``order=4`` the sketch also holds, per attribute,
-    the centred power sums sum (x_j - mean_j)^r for r = 3, 4 (``power``) and, per attribute pair, the
-    co-moment sums sum (x_j - mean_j)^r (x_j' - mean_j')^s for (r, s) in CROSS_KEYS (``cross``), which
-    pil_measures.txt sec. 4.4 needs (mu_4, mu_22, mu_31, mu_13).
+    ``scaled[(r, s)][j, k]`` = sum (d_j / 2^e_j)^r (d_k / 2^e_k)^s with d = x - mean and e = ``exponent`` (a
+    power of two per column bringing every |d| below 1): (1, 1) always and, with ``order=4``, the co-moment sums
+    of CROSS_KEYS that pil_measures.txt sec. 4.4 needs (mu_4, mu_22, mu_31, mu_13). The unscaled sums
+    (``comoment``, ``power``, ``cross``) may overflow to inf for data near the float range; ``sd`` and
+    ``corr`` are computed from the scaled sums and stay finite.
     """
 
     n: int
     mean: np.ndarray
-    comoment: np.ndarray
-    power: dict = field(default_factory=dict)
-    cross: dict = field(default_factory=dict)
+    exponent: np.ndarray
+    scaled: dict
 
     @property
     def order(self) -> int:
         """Highest moment order held (2 or 4)."""
-        return 4 if self.cross else 2
+        return 4 if (2, 2) in self.scaled else 2
+
+    def _unscaled(self, r: int, s: int) -> np.ndarray:
+        """sum d_j^r d_k^s for every pair (j, k), (p, p) (inf where beyond the float range)."""
+        with np.errstate(over="ignore"):
+            return np.ldexp(self.scaled[(r, s)], r * self.exponent[:, None] + s * self.exponent[None, :])
+
+    @property
+    def comoment(self) -> np.ndarray:
+        """C = sum (x - mean)(x - mean)^T."""
+        return self._unscaled(1, 1)
+
+    @property
+    def cross(self) -> dict:
+        """The co-moment sums sum d_j^r d_k^s of CROSS_KEYS, (p, p) each (order 4 only)."""
+        return {key: self._unscaled(*key) for key in CROSS_KEYS if key in self.scaled}
+
+    @property
+    def power(self) -> dict:
+        """The centred power sum sum d_j^4 under key 4 (order 4 only)."""
+        if self.order == 2:
+            return {}
+        return {4: np.diag(self._unscaled(2, 2)).copy()}
 
     @property
     def cov(self) -> np.ndarray:
@@ -52,135 +76,134 @@ class Moments:
 
     @property
     def sd(self) -> np.ndarray:
-        """Population standard deviations, sqrt(diag V)."""
-        return np.sqrt(np.diag(self.cov))
+        """Population standard deviations, sqrt(diag V), finite whenever they are representable."""
+        return np.ldexp(np.sqrt(np.diag(self.scaled[(1, 1)]) / self.n), self.exponent)
 
     def mu(self, r: int) -> np.ndarray:
         """Central moment mu_r(j) = sum (x_ij - mean_j)^r / n of each attribute (pil_measures.txt sec. 4.2)."""
         if r == 1:
             return np.zeros_like(self.mean)
         if r == 2:
-            return np.diag(self.comoment) / self.n
+            return np.diag(self.cov).copy()
         return self.power[r] / self.n
 
     def mu_rs(self, r: int, s: int) -> np.ndarray:
         """(r, s)-th central co-moment mu_rs(j, j') of every attribute pair, (p, p) (pil_measures.txt sec. 4.2)."""
         if (r, s) == (1, 1):
-            return self.comoment / self.n
+            return self.cov
         if s == 0:
             return np.repeat(self.mu(r)[:, None], len(self.mean), axis=1)
         if r == 0:
             return np.repeat(self.mu(s)[None, :], len(self.mean), axis=0)
-        return self.cross[(r, s)] / self.n
+        return self._unscaled(r, s) / self.n
 
     def subset(self, index: list[int]) -> "Moments":
         """The sketch of the columns at ``index`` only."""
         ix = np.asarray(index, dtype=np.int64)
         grid = np.ix_(ix, ix)
-        return Moments(self.n, self.mean[ix], self.comoment[grid], {r: v[ix] for r, v in self.power.items()},
-                       {k: v[grid] for k, v in self.cross.items()})
+        return Moments(self.n, self.mean[ix], self.exponent[ix], {k: v[grid] for k, v in self.scaled.items()})
 
-    def settled(self) -> "Moments":
-        """The sketch with every sum rounded to SETTLED_DIGITS significant digits: the same for any partitioning
-        of the same records (the merge order only moves the last bits), 1e-12 relative from the exact value."""
-        return Moments(self.n, settled(self.mean), settled(self.comoment),
-                       {r: settled(v) for r, v in self.power.items()},
-                       {k: settled(v) for k, v in self.cross.items()})
+    def scaled_cov(self) -> np.ndarray:
+        """V with entry (j, k) divided by 2^(e_j + e_k): finite, and gives the same correlations as V."""
+        return self.scaled[(1, 1)] / self.n
 
     def corr(self) -> tuple[np.ndarray, np.ndarray]:
         """Correlation matrix R = V_ij / (s_i s_j) and a mask of the cells that are defined (s_i s_j > 0)."""
-        s = self.sd
+        v = self.scaled_cov()
+        s = np.sqrt(np.diag(v))
         denom = np.outer(s, s)
         defined = denom > 0
-        r = np.divide(self.cov, denom, out=np.zeros_like(self.cov), where=defined)
+        r = np.divide(v, denom, out=np.zeros_like(v), where=defined)
         return r, defined
 
 
-def empty_moments(p: int, order: int = 2) -> Moments:
-    """The identity element of ``merge_moments`` for p columns."""
-    if order == 2:
-        return Moments(0, np.zeros(p), np.zeros((p, p)))
-    return Moments(0, np.zeros(p), np.zeros((p, p)), {3: np.zeros(p), 4: np.zeros(p)},
-                   {k: np.zeros((p, p)) for k in CROSS_KEYS})
+@dataclass(frozen=True)
+class ColumnSums:
+    """First pass: count, exact column sums and extremes of p columns, mergeable with ``+``."""
+
+    n: int
+    total: ExactSums
+    low: np.ndarray
+    high: np.ndarray
+
+    def __add__(self, other: "ColumnSums") -> "ColumnSums":
+        """The sums of two disjoint blocks of records."""
+        return ColumnSums(self.n + other.n, self.total + other.total, np.minimum(self.low, other.low),
+                          np.maximum(self.high, other.high))
+
+    def centre(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, exponent): the exact mean rounded once (NaN where a value was not finite) and, per column, the
+        power of two e with |x - mean| < 2^e for every x (0 for a constant or empty column)."""
+        if self.n == 0:
+            return np.zeros(len(self.low)), np.zeros(len(self.low), dtype=np.int64)
+        mean = np.array([np.nan if s is None else float(s / self.n) for s in self.total.fractions()])
+        with np.errstate(invalid="ignore", over="ignore"):
+            bound = np.maximum(self.high - mean, mean - self.low)
+        usable = np.isfinite(bound) & (bound > 0)
+        return mean, np.where(usable, np.frexp(np.where(usable, bound, 1.0))[1], 0).astype(np.int64)
+
+
+def column_sums(x: np.ndarray) -> ColumnSums:
+    """The first-pass sums of one block of records (rows of ``x``)."""
+    x = np.asarray(x, dtype=np.float64)
+    low = x.min(axis=0) if x.shape[0] else np.full(x.shape[1], np.inf)
+    high = x.max(axis=0) if x.shape[0] else np.full(x.shape[1], -np.inf)
+    return ColumnSums(x.shape[0], exact_sums(*x.T), low, high)
+
+
+def _keys(order: int) -> list[tuple[int, int]]:
+    """The (r, s) sums of an order: (1, 1), and for order 4 also (2, 2) and (3, 1)."""
+    return [(1, 1)] if order == 2 else [*SYMMETRIC_KEYS, *FULL_KEYS]
+
+
+def _pairs(p: int, key: tuple[int, int]) -> list[tuple[int, int]]:
+    """The column pairs (j, k) summed for a key: j <= k for the symmetric keys, every pair for the others."""
+    return [(j, k) for j in range(p) for k in range(j if key in SYMMETRIC_KEYS else 0, p)]
+
+
+def _spec(p: int, order: int) -> np.ndarray:
+    """Rows (r - 1, j, s - 1, k) of the products d_j^r d_k^s to sum (powers index r - 1)."""
+    rows = [(r - 1, j, s - 1, k) for r, s in _keys(order) for j, k in _pairs(p, (r, s))]
+    return np.array(rows, dtype=np.int64).reshape(-1, 4)
+
+
+def deviation_sums(x: np.ndarray, mean: np.ndarray, exponent: np.ndarray, order: int) -> ExactSums:
+    """The second-pass sums of one block: sum over its records of every product in :func:`_spec` of the scaled
+    deviations (x - mean) / 2^exponent."""
+    x = np.asarray(x, dtype=np.float64)
+    d = np.ldexp(x - mean, -exponent)
+    powers = [d] if order == 2 else [d, d * d, d * d * d]  # d^r at index r - 1
+    return product_sums(np.stack(powers), _spec(x.shape[1], order))
+
+
+def moments_from(first: ColumnSums, second: ExactSums, order: int) -> Moments:
+    """The Moments of the records summed in both passes (``second`` in the order of :func:`_spec`)."""
+    mean, exponent = first.centre()
+    p = len(mean)
+    values = iter(second.values().tolist())
+    scaled = {}
+    for key in _keys(order):
+        m = np.zeros((p, p))
+        for j, k in _pairs(p, key):
+            m[j, k] = next(values)
+            if key in SYMMETRIC_KEYS:
+                m[k, j] = m[j, k]
+        scaled[key] = m
+    if order == 4:
+        scaled[(1, 3)] = scaled[(3, 1)].T.copy()
+    return Moments(first.n, mean, exponent, scaled)
+
+
+def blocks_moments(blocks: list[np.ndarray], order: int = 2) -> Moments:
+    """The Moments of the rows of in-memory blocks taken together (both passes): the same for any split."""
+    first = fold([column_sums(b) for b in blocks], _add)
+    centre = first.centre()
+    return moments_from(first, fold([deviation_sums(b, *centre, order) for b in blocks], _add), order)
 
 
 def moments_of(x: np.ndarray, order: int = 2) -> Moments:
-    """Return the sketch of one block: sums of powers of deviations from the block's own mean (two passes),
-    never raw power sums."""
-    x = np.asarray(x, dtype=np.float64)
-    n = x.shape[0]
-    if n == 0:
-        return empty_moments(x.shape[1], order)
-    mean = x.mean(axis=0)
-    d = x - mean
-    if order == 2:
-        return Moments(n, mean, d.T @ d)
-    d2 = d * d
-    d3 = d2 * d
-    cross = {(2, 1): d2.T @ d, (3, 1): d3.T @ d, (2, 2): d2.T @ d2}
-    cross[(1, 2)] = cross[(2, 1)].T
-    cross[(1, 3)] = cross[(3, 1)].T
-    cross[(1, 1)] = d.T @ d
-    return Moments(n, mean, cross[(1, 1)], {3: d3.sum(axis=0), 4: (d2 * d2).sum(axis=0)}, cross)
-
-
-def _power_sum(m: Moments, r: int) -> np.ndarray:
-    """Centred power sum of order r per attribute (r = 0: the count; r = 1: zero)."""
-    if r == 0:
-        return np.full(len(m.mean), float(m.n))
-    if r == 1:
-        return np.zeros(len(m.mean))
-    if r == 2:
-        return np.diag(m.comoment).copy()
-    return m.power[r]
-
-
-def _cross_sum(m: Moments, r: int, s: int) -> np.ndarray:
-    """Centred co-moment sum of order (r, s) for every pair, with the per-attribute and zero cases filled in."""
-    p = len(m.mean)
-    if r == 0:
-        return np.repeat(_power_sum(m, s)[None, :], p, axis=0)
-    if s == 0:
-        return np.repeat(_power_sum(m, r)[:, None], p, axis=1)
-    return m.comoment if (r, s) == (1, 1) else m.cross[(r, s)]
-
-
-def _recentred(m: Moments, c: np.ndarray) -> Moments:
-    """The same block's sums about a centre moved by -c (c = block mean - new mean): binomial expansion
-    sum (d + c)^r (d' + c')^s = sum_i sum_k C(r,i) C(s,k) S_ik c^(r-i) c'^(s-k) (Pebay 2008, exact)."""
-    def power(r: int) -> np.ndarray:
-        return sum(comb(r, i) * _power_sum(m, i) * c ** (r - i) for i in range(r + 1))
-
-    def cross(r: int, s: int) -> np.ndarray:
-        total = np.zeros((len(c), len(c)))
-        for i in range(r + 1):
-            for k in range(s + 1):
-                total = total + comb(r, i) * comb(s, k) * _cross_sum(m, i, k) * np.outer(c ** (r - i), c ** (s - k))
-        return total
-
-    comoment = cross(1, 1)
-    if m.order == 2:
-        return Moments(m.n, m.mean, comoment)
-    return Moments(m.n, m.mean, comoment, {3: power(3), 4: power(4)}, {key: cross(*key) for key in CROSS_KEYS})
-
-
-def merge_moments(a: Moments, b: Moments) -> Moments:
-    """Combine two sketches exactly: each block's centred sums are re-centred on the pooled mean
-    (Chan, Golub and LeVeque for order 2; Pebay's binomial update for the order-4 sums)."""
-    if a.n == 0:
-        return b
-    if b.n == 0:
-        return a
-    n = a.n + b.n
-    delta = b.mean - a.mean
-    mean = a.mean + delta * (b.n / n)
-    if a.order == 2 and b.order == 2:
-        comoment = a.comoment + b.comoment + np.outer(delta, delta) * (a.n * b.n / n)
-        return Moments(n, mean, comoment)
-    ra = _recentred(a, -delta * (b.n / n))
-    rb = _recentred(b, delta * (a.n / n))
-    return Moments(n, mean, ra.comoment + rb.comoment, {r: ra.power[r] + rb.power[r] for r in (3, 4)},
-                   {k: ra.cross[k] + rb.cross[k] for k in CROSS_KEYS})
+    """The Moments of the rows of one in-memory array."""
+    return blocks_moments([np.asarray(x, dtype=np.float64)], order)
 
 
 def tree_merge(items: list, merge, split_every: int = 8):
@@ -196,13 +219,33 @@ def tree_merge(items: list, merge, split_every: int = 8):
     return level[0]
 
 
-def _partition_moments(df: pd.DataFrame, columns: list[str], order: int) -> Moments:
-    """Sketch of one partition's columns."""
-    return moments_of(df[columns].to_numpy(dtype=np.float64), order)
+def _add(a, b):
+    """a + b (the merge of two partial sums)."""
+    return a + b
 
 
-def moments_graph(ddf: dd.DataFrame, columns: list[str], order: int = 2):
-    """Return a delayed Moments of ``columns`` over the whole collection (tree reduction over partitions)."""
-    parts = ddf[columns].to_delayed()
-    sketches = [dask.delayed(_partition_moments)(part, columns, order) for part in parts]
-    return tree_merge(sketches, merge_moments)
+def _partition_column_sums(df: pd.DataFrame, columns: list[str]) -> ColumnSums:
+    """First-pass sums of one partition's columns."""
+    return column_sums(df[columns].to_numpy(dtype=np.float64))
+
+
+def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], mean: np.ndarray, exponent: np.ndarray,
+                              order: int) -> ExactSums:
+    """Second-pass sums of one partition's columns."""
+    return deviation_sums(df[columns].to_numpy(dtype=np.float64), mean, exponent, order)
+
+
+def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
+    """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
+    all collections at once), so that no partition is held in memory between the passes."""
+    firsts = dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
+                                        for part in f[columns].to_delayed()], _add) for f in frames])
+    seconds = dask.compute(*[tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, *first.centre(), order)
+                                         for part in f[columns].to_delayed()], _add)
+                             for f, first, order in zip(frames, firsts, orders)])
+    return [moments_from(*passes) for passes in zip(firsts, seconds, orders)]
+
+
+def frame_moments(ddf: dd.DataFrame, columns: list[str], order: int = 2) -> Moments:
+    """The Moments of ``columns`` over the whole collection (:func:`frames_moments`)."""
+    return frames_moments([ddf], columns, [order])[0]
