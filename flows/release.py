@@ -105,13 +105,18 @@ def _now() -> str:
 
 @flow(name="release", log_prints=False)
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
-            workers: int | None = None, overwrite: bool | None = None) -> dict:
-    """Run one release end to end and return its summary; raise GateRefused if the gate refused publication."""
+            workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
+            tls_cert: str | None = None, tls_key: str | None = None) -> dict:
+    """Run one release end to end and return its summary; raise GateRefused if the gate refused publication.
+    The tls_* files (relative to the working directory) replace the spec's dask.tls files one by one."""
     overrides: dict[str, Any] = {}
     if out_dir is not None:
         overrides["output.dir"] = str(Path(out_dir).resolve())
     if dask_address is not None:
         overrides["dask.address"] = dask_address
+    for field, path in {"ca_file": tls_ca_file, "cert": tls_cert, "key": tls_key}.items():
+        if path is not None:
+            overrides[f"dask.tls.{field}"] = str(Path(path).resolve())
     if workers is not None:
         overrides["dask.workers"] = workers
     if overwrite is not None:
@@ -121,7 +126,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
     started, times, spans = _now(), {}, {}
     d = spec.dask
     with atomic_output_dir(spec.output_dir, spec.output.overwrite) as tmp, \
-            dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client:
+            dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit, spec.dask_tls) as client:
         log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
                  len(client.scheduler_info()["workers"]))
         t = perf_counter()
