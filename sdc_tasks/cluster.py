@@ -34,6 +34,10 @@ class TlsFiles:
         """Whether any of the three files is named."""
         return any(dataclasses.astuple(self))
 
+    def resolved(self) -> "TlsFiles":
+        """The same files, relative paths resolved against the working directory."""
+        return TlsFiles(*(path if path is None else str(Path(path).resolve()) for path in dataclasses.astuple(self)))
+
 
 def is_tls(address: str | None) -> bool:
     """Whether a scheduler address uses the ``tls://`` protocol."""
