@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import logging
 import shutil
 from pathlib import Path
 
@@ -78,14 +79,22 @@ def certificates(tmp_path_factory) -> dict[str, TlsFiles]:
 
 @pytest.fixture(scope="module")
 def tls_cluster(certificates):
-    """An in-process cluster (scheduler and two workers) that speaks TLS only, on 127.0.0.1; closed at the end."""
+    """An in-process cluster (scheduler and two workers) that speaks TLS only, on 127.0.0.1; closed at the end.
+    Its logs stay below errors meanwhile: in this process they would reach the log handlers that a CLI run
+    leaves bound to the runner's closed output."""
     files = certificates["cluster"]
     security = Security(tls_ca_file=files.ca_file, tls_scheduler_cert=files.cert, tls_scheduler_key=files.key,
                         tls_worker_cert=files.cert, tls_worker_key=files.key, tls_client_cert=files.cert,
                         tls_client_key=files.key, require_encryption=True)
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
-                      security=security, dashboard_address=None) as cluster:
-        yield cluster
+    logger = logging.getLogger("distributed")
+    level = logger.level
+    logger.setLevel(logging.ERROR)
+    try:
+        with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, protocol="tls://", host="127.0.0.1",
+                          security=security, dashboard_address=None) as cluster:
+            yield cluster
+    finally:
+        logger.setLevel(level)
 
 
 def scheduled_tasks(cluster) -> int:
@@ -154,6 +163,17 @@ def test_a_client_without_certificates_is_refused_naming_the_address(tls_cluster
     assert result.exit_code == 2
     assert result.output.startswith("error: ") and address in result.output
     assert "Traceback" not in result.output
+
+
+def test_a_release_without_certificates_is_refused_before_it_writes(prefect_harness, tls_cluster, tmp_path):
+    address = tls_cluster.scheduler_address
+    result = runner.invoke(app, ["release", str(bundled_path("demo.yaml")), "--out", str(tmp_path / "out"),
+                                 "--dask-address", address])
+    assert result.exit_code == 2
+    # the last line: a CLI release before this one in the process leaves Prefect's log handler on its closed output
+    assert result.output.strip().splitlines()[-1].startswith(f"error: spec field 'dask': the Dask scheduler {address} "
+                                                             "uses TLS")
+    assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.parametrize("case", ["certificates of another CA", "tcp:// to a TLS scheduler"])
