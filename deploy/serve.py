@@ -2,6 +2,8 @@
 
     python deploy/serve.py --spec deploy/specs/census-rankswap.yaml --out /srv/releases/census
     python deploy/serve.py --spec SPEC --out DIR --schedule weekly="0 4 * * 1" --timezone Europe/Madrid
+    python deploy/serve.py --spec SPEC --out DIR --dask-address tls://scheduler:8786 \
+        --tls-ca-file /etc/sdc/tls/ca.pem --tls-cert /etc/sdc/tls/client.pem --tls-key /etc/sdc/tls/client-key.pem
 
 The process registers the deployments with the Prefect API (``PREFECT_API_URL``) and runs their flow runs
 itself when they come due, until it is stopped (Ctrl-C pauses the schedules). Each deployment writes its
@@ -19,7 +21,8 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
-from flows.release import release
+from flows.release import release, release_overrides
+from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.outputs import check_output
 from sdc_tasks.spec import load_spec
 
@@ -42,8 +45,10 @@ def schedule_pair(text: str) -> tuple[str, str]:
 
 
 def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: dict[str, str] | None = None,
-                        timezone: str = "UTC", dask_address: str | None = None) -> list[RunnerDeployment]:
-    """One deployment of ``release`` per named cron schedule, each releasing the spec to ``out_dir/<name>``.
+                        timezone: str = "UTC", dask_address: str | None = None,
+                        tls: TlsFiles = TlsFiles()) -> list[RunnerDeployment]:
+    """One deployment of ``release`` per named cron schedule, each releasing the spec to ``out_dir/<name>``
+    (on the scheduler at ``dask_address`` with the client's ``tls`` files, when given).
 
     The spec is loaded and each output checked against the spec's input here, so a bad spec or output fails
     when the deployments are built rather than at the first run.
@@ -53,7 +58,7 @@ def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: d
     except (ZoneInfoNotFoundError, ValueError):
         raise ValueError(f"timezone {timezone!r} is not an IANA time zone (e.g. UTC, Europe/Madrid)") from None
     spec_file = Path(spec_path).resolve()
-    spec = load_spec(spec_file)
+    spec = load_spec(spec_file, release_overrides(dask_address=dask_address, tls=tls))
     out = Path(out_dir).resolve()
     deployments = []
     for name, cron in (DEFAULT_SCHEDULES if schedules is None else schedules).items():
@@ -61,6 +66,7 @@ def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: d
         parameters = {"spec_path": str(spec_file), "out_dir": str(out / name), "overwrite": True}
         if dask_address:
             parameters["dask_address"] = dask_address
+        parameters.update({f"tls_{field}": path for field, path in vars(tls.resolved()).items() if path is not None})
         deployments.append(release.to_deployment(
             name=f"{spec.name}-{name}",
             schedules=[Cron(cron, timezone=timezone)],
@@ -84,6 +90,8 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--timezone", default="UTC", help="IANA time zone of the cron schedules (default UTC)")
     parser.add_argument("--dask-address", default=None, help="Dask scheduler to use (default: the spec's dask "
                         "section, a LocalCluster per run unless it names an address)")
+    for field, what in (("ca-file", "CA certificate"), ("cert", "client certificate"), ("key", "client key")):
+        parser.add_argument(f"--tls-{field}", default=None, help=f"{what} (PEM) for a tls:// --dask-address")
     parser.add_argument("--limit", type=int, default=None, help="most flow runs this process runs at once")
     return parser
 
@@ -94,7 +102,8 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     schedules = dict(args.schedule) if args.schedule else None
     try:
-        deployments = release_deployments(args.spec, args.out, schedules, args.timezone, args.dask_address)
+        deployments = release_deployments(args.spec, args.out, schedules, args.timezone, args.dask_address,
+                                          TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
     except ValueError as exc:  # SpecError, InputError, a bad time zone: one line naming the fault
         parser.error(str(exc))
     serve(*deployments, limit=args.limit)

@@ -14,7 +14,7 @@ from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
-from sdc_tasks.cluster import dask_client
+from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.compare import (CompareInput, Grid, check_best_spec, load_grid, parallel_mode, parse_limits,
                                prepare_input)
 from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
@@ -61,14 +61,17 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
 def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str = "record_id",
             variables: list[str] | None = None, key_vars: list[str] | None = None,
             limits: list[str] | None = None, best_spec: str | None = None, parallel: str = "auto",
-            dask_address: str | None = None, workers: int = 2, overwrite: bool = False) -> dict:
+            dask_address: str | None = None, workers: int = 2, overwrite: bool = False,
+            tls_ca_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> dict:
     """Run the grid (default: chapter 6's) on ``input_path``, write the comparison to ``out_dir``, and the best
-    configuration under ``limits`` (MEASURE=LIMIT strings) as a release spec to ``best_spec``."""
+    configuration under ``limits`` (MEASURE=LIMIT strings) as a release spec to ``best_spec``; the tls_* files
+    are for a tls:// ``dask_address``."""
     log = get_run_logger()
     bounds = parse_limits(limits or [])
     chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel, best_spec)
     log.info("%d configurations, parallel mode %s", len(chosen.configurations()), mode)
-    with dask_client(dask_address, workers), atomic_output_dir(out_dir, overwrite, inputs=[input_path]) as tmp:
+    with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
+            atomic_output_dir(out_dir, overwrite, inputs=[input_path]) as tmp:
         c = evaluate_grid(source, chosen, mode, bounds, str(tmp / "_work"), perf_counter())
         report(c, str(tmp), str(Path(out_dir).resolve()))
     if best_spec:

@@ -14,7 +14,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
-from sdc_tasks.cluster import dask_client
+from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.evaluate import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
@@ -55,14 +55,16 @@ def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id"
              variables: list[str] | None = None, key_vars: list[str] | None = None,
              families: list[str] | None = None, pairing: str = "auto", dask_address: str | None = None,
              workers: int = 2, overwrite: bool = False, categorical: list[str] | None = None,
-             ordinal: dict[str, list] | None = None, weight: str | None = None, reference: str | None = None) -> dict:
+             ordinal: dict[str, list] | None = None, weight: str | None = None, reference: str | None = None,
+             tls_ca_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> dict:
     """Evaluate ``masked`` against ``original`` and write the metrics and report to ``out_dir`` (categorical
-    variables, ordinal orders, weight and reference file for the cat_il and cat_risk families)."""
+    variables, ordinal orders, weight and reference file for the cat_il and cat_risk families; the tls_* files
+    for a tls:// ``dask_address``)."""
     log = get_run_logger()
     fams = tuple(families or DEFAULT_FAMILIES)
     started = datetime.now(timezone.utc).isoformat(timespec="seconds")
     name = f"{Path(masked).name} vs {Path(original).name}"
-    with dask_client(dask_address, workers), \
+    with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
             atomic_output_dir(out_dir, overwrite, inputs=[original, masked, reference]) as tmp:
         cat = {"categorical": categorical, "ordinal": ordinal, "weight": weight, "reference": reference}
         metrics = information_loss(original, masked, id_col, variables, key_vars, fams, pairing, cat)

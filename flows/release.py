@@ -17,7 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks import release as R
-from sdc_tasks.cluster import dask_client
+from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.metrics.risk import scores
@@ -104,25 +104,38 @@ def _now() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="seconds")
 
 
-@flow(name="release", log_prints=False)
-def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
-            workers: int | None = None, overwrite: bool | None = None) -> dict:
-    """Run one release end to end and return its summary; raise GateRefused if the gate refused publication."""
+def release_overrides(out_dir: str | None = None, dask_address: str | None = None, workers: int | None = None,
+                      overwrite: bool | None = None, tls: TlsFiles = TlsFiles()) -> dict[str, Any]:
+    """The spec fields a release run's parameters replace (those given), as load_spec's dotted overrides; the
+    output directory and the TLS files resolved against the working directory."""
     overrides: dict[str, Any] = {}
     if out_dir is not None:
         overrides["output.dir"] = str(Path(out_dir).resolve())
     if dask_address is not None:
         overrides["dask.address"] = dask_address
+    for field, path in vars(tls.resolved()).items():
+        if path is not None:
+            overrides[f"dask.tls.{field}"] = path
     if workers is not None:
         overrides["dask.workers"] = workers
     if overwrite is not None:
         overrides["output.overwrite"] = overwrite
-    spec = load_spec(spec_path, overrides)
+    return overrides
+
+
+@flow(name="release", log_prints=False)
+def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
+            workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
+            tls_cert: str | None = None, tls_key: str | None = None) -> dict:
+    """Run one release end to end and return its summary; raise GateRefused if the gate refused publication.
+    The tls_* files (for a tls:// scheduler) replace the spec's dask.tls files one by one."""
+    spec = load_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,
+                                                  TlsFiles(tls_ca_file, tls_cert, tls_key)))
     log = get_run_logger()
     started, times, spans = _now(), {}, {}
     d = spec.dask
     with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
-            dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit) as client:
+            dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit, spec.dask_tls) as client:
         log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
                  len(client.scheduler_info()["workers"]))
         t = perf_counter()

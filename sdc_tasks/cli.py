@@ -11,6 +11,7 @@ from typing import Optional
 
 import typer
 
+from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.io import InputError, write_parquet
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 from sdc_tasks.spec import SpecError
@@ -19,6 +20,10 @@ app = typer.Typer(help="Statistical disclosure control for large microdata (Dask
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
 USER_ERRORS = (InputError, SpecError, ValueError, FileNotFoundError)
+TLS_CA_FILE = typer.Option(None, help="CA certificate (PEM) that signed the certificates of a tls:// "
+                           "--dask-address")
+TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask-address")
+TLS_KEY = typer.Option(None, help="client private key (PEM) for a tls:// --dask-address")
 
 
 def _fail(exc: Exception, code: int = 2) -> None:
@@ -67,7 +72,7 @@ def _accounting_line(accounting: dict[str, str]) -> str:
 
 
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
-                 overwrite: Optional[bool]) -> None:
+                 overwrite: Optional[bool], tls: TlsFiles = TlsFiles()) -> None:
     """Run the Prefect release flow and report the outcome on the terminal."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from flows.release import release
@@ -75,7 +80,7 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
 
     try:
         summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address, workers=workers,
-                          overwrite=overwrite)
+                          overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert, tls_key=tls.key)
     except GateRefused as exc:
         _fail(exc, code=3)
     except USER_ERRORS as exc:
@@ -101,9 +106,12 @@ def release_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
                 dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
                 workers: Optional[int] = typer.Option(None, help="workers of the local Dask cluster"),
                 overwrite: Optional[bool] = typer.Option(None, "--overwrite/--no-overwrite",
-                                                         help="replace an existing output directory")) -> None:
+                                                         help="replace an existing output directory"),
+                tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
+                tls_key: Optional[str] = TLS_KEY) -> None:
     """Run a release spec: validate, mask, evaluate, gate, and write the release atomically."""
-    _run_release(str(spec), out.resolve() if out else None, dask_address, workers, overwrite)
+    _run_release(str(spec), out.resolve() if out else None, dask_address, workers, overwrite,
+                 TlsFiles(tls_ca_file, tls_cert, tls_key))
 
 
 @app.command("evaluate")
@@ -128,7 +136,9 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  overwrite: bool = typer.Option(False, help="replace an existing --out file"),
                  workers: int = typer.Option(2, help="Dask workers"),
-                 dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler")) -> None:
+                 dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
+                 tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
+                 tls_key: Optional[str] = TLS_KEY) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.evaluate import evaluate_paths
@@ -137,7 +147,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
     try:
-        with writer as tmp_file, dask_client(dask_address, workers), \
+        with writer as tmp_file, \
+                dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
                 _status(f"evaluating {masked} against {original}"):
             metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
                                      tuple(_split(families) or ()), pairing, categorical=_split(categorical),
@@ -240,7 +251,9 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                 overwrite: bool = typer.Option(False, help="replace an existing output directory"),
                 risk: str = typer.Option("metrics", help="linkage measures the score ranks on: metrics (METRICS.md "
                                          "DLD, PLD) or published (DLDpub, PLDpub: the setup of chapter 6 Table 1, "
-                                         "docs/reproduction.md)")) -> None:
+                                         "docs/reproduction.md)"),
+                tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
+                tls_key: Optional[str] = TLS_KEY) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.compare import check_best_spec, load_grid, parse_limits
@@ -249,7 +262,7 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     try:
         limits, chosen = parse_limits(limit), load_grid(grid)
         check_best_spec(chosen, best_spec)
-        with dask_client(dask_address, workers):
+        with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
                                 overwrite, risk)
         typer.echo(json.dumps(comparison_summary(result), indent=2))

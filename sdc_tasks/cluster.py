@@ -1,23 +1,113 @@
-"""The Dask cluster a run uses: a LocalCluster it owns (the default) or an existing scheduler by address."""
+"""The Dask cluster a run uses: a LocalCluster it owns (the default, on loopback only) or an existing scheduler
+by address, reached over TLS when the address is ``tls://``."""
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
+from pathlib import Path
 from typing import Iterator
 
+import dask
 from distributed import Client, LocalCluster
+from distributed.security import Security
+
+from sdc_tasks.io import InputError
+
+LOOPBACK = "127.0.0.1"
+TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
+                "key": "dask.tls.key (--tls-key)"}
+DASK_TLS_CONFIG = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+
+
+@dataclasses.dataclass(frozen=True)
+class TlsFiles:
+    """The client's TLS files for a ``tls://`` scheduler: the CA certificate that signed the cluster's
+    certificates, and the client's certificate and private key (PEM files)."""
+
+    ca_file: str | None = None
+    cert: str | None = None
+    key: str | None = None
+
+    def given(self) -> bool:
+        """Whether any of the three files is named."""
+        return any(dataclasses.astuple(self))
+
+    def resolved(self) -> "TlsFiles":
+        """The same files, relative paths resolved against the working directory."""
+        return TlsFiles(*(path if path is None else str(Path(path).resolve()) for path in dataclasses.astuple(self)))
+
+
+def is_tls(address: str | None) -> bool:
+    """Whether a scheduler address uses the ``tls://`` protocol."""
+    return bool(address) and address.lower().startswith("tls://")
+
+
+def dask_config_has_tls() -> bool:
+    """Whether Dask's own config (``distributed.comm.tls.*``, or its DASK_DISTRIBUTED__COMM__TLS__* environment
+    variables) names a CA file and a client certificate."""
+    return all(dask.config.get(key, None) for key in DASK_TLS_CONFIG)
+
+
+def check_tls_settings(address: str | None, tls: TlsFiles) -> None:
+    """Raise InputError, naming the setting, when the scheduler address and the TLS files disagree: TLS files
+    without a ``tls://`` address, a ``tls://`` address with some but not all three files, or with none and no
+    TLS in Dask's config."""
+    options = "dask.tls (--tls-ca-file, --tls-cert, --tls-key)"
+    if tls.given() and not is_tls(address):
+        where = f"the scheduler address {address}" if address else "the local cluster (no dask.address)"
+        raise InputError(f"{options} is for a tls:// scheduler address, but dask.address (--dask-address) is "
+                         f"{where}: use tls://host:port, or drop the TLS files")
+    missing = [name for field, name in TLS_SETTINGS.items() if getattr(tls, field) is None]
+    if tls.given() and missing:
+        raise InputError(f"{missing[0]} is missing: a tls:// scheduler needs all of {options}")
+    if is_tls(address) and not tls.given() and not dask_config_has_tls():
+        raise InputError(f"the Dask scheduler {address} uses TLS but no certificates are given: set {options}, "
+                         "or Dask's distributed.comm.tls.ca-file and distributed.comm.tls.client.cert/key")
+
+
+def client_security(address: str | None, tls: TlsFiles = TlsFiles()) -> Security | None:
+    """The Security of a client of ``address``: None for a tcp:// scheduler or the local cluster; for tls://,
+    the given files (all three, checked to exist) or else Dask's TLS config, encryption required."""
+    check_tls_settings(address, tls)
+    if not is_tls(address):
+        return None
+    if not tls.given():
+        return Security(require_encryption=True)
+    for field, name in TLS_SETTINGS.items():
+        if not Path(getattr(tls, field)).is_file():
+            raise InputError(f"{name}: file not found: {getattr(tls, field)}")
+    return Security(tls_ca_file=tls.ca_file, tls_client_cert=tls.cert, tls_client_key=tls.key,
+                    require_encryption=True)
+
+
+@contextlib.contextmanager
+def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
+    """Yield a client of the scheduler at ``address``; raise InputError naming the address when it cannot be
+    reached (down, a wrong address, or a TLS handshake the scheduler or the client refuses)."""
+    security = client_security(address, tls)
+    try:
+        client = Client(address, security=security, set_as_default=True)
+    except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors
+        raise InputError(f"could not connect to the Dask scheduler at {address} ({type(exc).__name__}): check the "
+                         "address, that the scheduler runs and, for tls://, that its CA signed the client "
+                         "certificate and key given") from exc
+    with client:
+        yield client
 
 
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int = 2, threads_per_worker: int = 1,
-                memory_limit: str = "auto") -> Iterator[Client]:
-    """Yield a client; a LocalCluster started here is closed on exit, an attached scheduler is left running."""
+                memory_limit: str = "auto", tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
+    """Yield a client; a LocalCluster started here listens on 127.0.0.1 only and is closed on exit, an attached
+    scheduler (over TLS with ``tls``) is left running."""
     if address:
-        with Client(address, set_as_default=True) as client:
+        with attached_client(address, tls) as client:
             yield client
         return
+    check_tls_settings(address, tls)
     with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit,
-                      processes=True, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+                      processes=True, host=LOOPBACK, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with Client(cluster, set_as_default=True) as client:
             yield client

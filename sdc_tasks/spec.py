@@ -10,6 +10,7 @@ from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
+from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.io import yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
@@ -164,13 +165,28 @@ class OutputSpec(_Strict):
     overwrite: bool = False
 
 
+class TlsSpec(_Strict):
+    """The client's TLS files for a tls:// scheduler (PEM; relative to the spec file)."""
+
+    ca_file: str | None = Field(default=None, description="CA certificate that signed the cluster's certificates")
+    cert: str | None = Field(default=None, description="the client's certificate")
+    key: str | None = Field(default=None, description="the client's private key")
+
+
 class DaskSpec(_Strict):
-    """The Dask cluster: a LocalCluster with N workers, or an existing scheduler by address."""
+    """The Dask cluster: a LocalCluster with N workers (on 127.0.0.1), or an existing scheduler by address,
+    over TLS with ``tls`` when the address is tls://."""
 
     address: str | None = None
     workers: int = Field(default=2, ge=1)
     threads_per_worker: int = Field(default=1, ge=1)
     memory_limit: str = "auto"
+    tls: TlsSpec | None = Field(default=None, exclude_if=lambda tls: tls is None)
+
+    @model_validator(mode="after")
+    def _tls_matches_address(self) -> "DaskSpec":
+        check_tls_settings(self.address, TlsFiles(**(self.tls.model_dump() if self.tls else {})))
+        return self
 
 
 class ReleaseSpec(_Strict):
@@ -276,6 +292,12 @@ class ReleaseSpec(_Strict):
     def output_dir(self) -> Path:
         """The release directory's resolved path."""
         return self.resolve(self.output.dir)
+
+    @property
+    def dask_tls(self) -> TlsFiles:
+        """The dask.tls files, resolved against the spec's directory (none when the section is absent)."""
+        named = self.dask.tls.model_dump(exclude_none=True) if self.dask.tls else {}
+        return TlsFiles(**{field: str(self.resolve(path)) for field, path in named.items()})
 
     @property
     def linkage_keys(self) -> list[str]:

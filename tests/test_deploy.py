@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import sys
+import types
 from pathlib import Path
+from unittest import mock
 
 import pytest
 import yaml
 
 from flows.release import release
+from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.spec import DaskSpec, SpecError, load_spec
 
@@ -100,7 +104,7 @@ def test_prefect_yaml_validates_and_matches_the_flow():
 
 
 @pytest.mark.parametrize("name,expected", [("local.yaml", {"address": None, "workers": 4, "memory_limit": "8GiB"}),
-                                           ("remote.yaml", {"address": "tcp://scheduler-host:8786"})])
+                                           ("remote.yaml", {"address": "tls://10.0.0.5:8786"})])
 def test_cluster_examples_are_valid_dask_sections(name, expected):
     dask = DaskSpec.model_validate(yaml.safe_load((DEPLOY / "cluster" / name).read_text())["dask"])
     assert {k: getattr(dask, k) for k in expected} == expected
@@ -119,3 +123,60 @@ def test_command_line_reports_a_bad_spec_in_one_line(serve_module, tmp_path, cap
         serve_module.main(["--spec", str(tmp_path / "missing.yaml"), "--out", str(tmp_path)])
     assert exit_info.value.code == 2
     assert "error: spec file not found" in capsys.readouterr().err
+
+
+class FakeSLURMCluster:
+    """Stands in for dask_jobqueue.SLURMCluster: records its keyword arguments, submits nothing."""
+
+    made: list[dict] = []
+    scheduler_address = "tls://10.0.0.5:8786"
+
+    def __init__(self, **kwargs):
+        FakeSLURMCluster.made.append(kwargs)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
+    def scale(self, jobs):
+        """No jobs are submitted."""
+
+
+def test_slurm_helper_binds_its_scheduler_and_runs_everything_over_tls(monkeypatch):
+    monkeypatch.setitem(sys.modules, "dask_jobqueue", types.SimpleNamespace(SLURMCluster=FakeSLURMCluster))
+    slurm = load_script(DEPLOY / "cluster" / "slurm.py")
+    released = []
+    monkeypatch.setattr(slurm, "Client", mock.MagicMock())
+    monkeypatch.setattr(slurm, "release", lambda spec, **kwargs: released.append((spec, kwargs)))
+    tls = ["--tls-ca-file", "/s/ca.pem", "--tls-cert", "/s/cert.pem", "--tls-key", "/s/key.pem"]
+    with pytest.raises(SystemExit):  # no TLS files: refused
+        slurm.argument_parser().parse_args(["spec.yaml", "--queue", "compute", "--interface", "ib0"])
+    slurm.main(["spec.yaml", "--queue", "compute", "--interface", "ib0", *tls])
+    made = FakeSLURMCluster.made[-1]
+    assert made["protocol"] == "tls://" and made["interface"] == "ib0"
+    assert made["scheduler_options"] == {"dashboard_address": "127.0.0.1:8787"}
+    security = made["security"]
+    assert security.require_encryption
+    for role in ("scheduler", "worker", "client"):
+        assert security.get_tls_config_for_role(role) == {"ca_file": "/s/ca.pem", "cert": "/s/cert.pem",
+                                                          "key": "/s/key.pem", "ciphers": None}
+    assert released == [("spec.yaml", {"out_dir": None, "dask_address": "tls://10.0.0.5:8786", "overwrite": None,
+                                       "tls_ca_file": "/s/ca.pem", "tls_cert": "/s/cert.pem",
+                                       "tls_key": "/s/key.pem"})]
+
+
+def test_served_releases_pass_tls_files_and_a_mismatch_fails_at_start_up(serve_module, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    args = serve_module.argument_parser().parse_args([
+        "--spec", str(bundled_path("demo.yaml")), "--out", "out", "--dask-address", "tls://10.0.0.5:8786",
+        "--tls-ca-file", "ca.pem", "--tls-cert", "cert.pem", "--tls-key", "/etc/sdc/key.pem"])
+    tls = TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key)
+    deployment = serve_module.release_deployments(args.spec, args.out, None, "UTC", args.dask_address, tls)[0]
+    assert {k: v for k, v in deployment.parameters.items() if k.startswith("tls_")} == {
+        "tls_ca_file": str(tmp_path / "ca.pem"), "tls_cert": str(tmp_path / "cert.pem"),
+        "tls_key": "/etc/sdc/key.pem"}
+    release.validate_parameters(deployment.parameters)
+    with pytest.raises(SpecError, match=r"dask.tls \(--tls-ca-file, --tls-cert, --tls-key\) is for a tls://"):
+        serve_module.release_deployments(args.spec, args.out, None, "UTC", "tcp://10.0.0.5:8786", tls)

@@ -2,11 +2,18 @@
 
     pip install dask-jobqueue     # optional: not a dependency of sdc-pipeline
     python deploy/cluster/slurm.py SPEC.yaml --out /shared/releases/NAME --queue compute --account sdc \
-        --jobs 8 --cores 16 --processes 16 --memory 64GiB --walltime 04:00:00
+        --jobs 8 --cores 16 --processes 16 --memory 64GiB --walltime 04:00:00 --interface ib0 \
+        --tls-ca-file /shared/sdc/tls/ca.pem --tls-cert /shared/sdc/tls/cluster.pem \
+        --tls-key /shared/sdc/tls/cluster-key.pem
 
-The scheduler runs in this process; each SLURM job starts ``--processes`` single-threaded workers. The
-release connects by the scheduler's address, exactly as with ``sdc release --dask-address``; the jobs are
-cancelled when the release ends. Input and output paths must be on storage every node sees at the same path.
+The scheduler runs in this process and listens on ``--interface`` only (its dashboard on 127.0.0.1:8787:
+reach it with ``ssh -L 8787:127.0.0.1:8787 login-node``); each SLURM job starts ``--processes``
+single-threaded workers. Scheduler, workers and the release's client speak TLS only (tls://), each presenting
+the certificate and key given, signed by the CA given, so a process without them cannot join or submit work;
+the files must be on storage the nodes see, the key readable by the release's account only. The release
+connects by the scheduler's address, exactly as with ``sdc release --dask-address tls://... --tls-*``; the
+jobs are cancelled when the release ends. Input and output paths must be on storage every node sees at the
+same path.
 """
 
 from __future__ import annotations
@@ -15,6 +22,7 @@ import argparse
 
 from dask_jobqueue import SLURMCluster
 from distributed import Client
+from distributed.security import Security
 
 from flows.release import release
 
@@ -32,10 +40,21 @@ def argument_parser() -> argparse.ArgumentParser:
     parser.add_argument("--processes", type=int, default=16, help="Dask worker processes per job")
     parser.add_argument("--memory", default="64GiB", help="memory per job, shared by its workers")
     parser.add_argument("--walltime", default="04:00:00", help="wall time per job")
-    parser.add_argument("--interface", default=None, help="network interface the workers use (e.g. ib0)")
+    parser.add_argument("--interface", required=True, help="network interface the scheduler listens on and the "
+                        "workers use (e.g. ib0)")
+    parser.add_argument("--tls-ca-file", required=True, help="CA certificate (PEM) that signed --tls-cert")
+    parser.add_argument("--tls-cert", required=True, help="certificate (PEM) of the scheduler, workers and client")
+    parser.add_argument("--tls-key", required=True, help="private key (PEM) of --tls-cert")
     parser.add_argument("--local-directory", default=None, help="node-local scratch for worker spill")
     parser.add_argument("--wait-timeout", type=float, default=900, help="seconds to wait for the first worker")
     return parser
+
+
+def cluster_security(args: argparse.Namespace) -> Security:
+    """TLS for every role (scheduler, workers, client) with the one certificate and key, encryption required."""
+    files = {f"tls_{role}_{part}": getattr(args, f"tls_{part}")
+             for role in ("scheduler", "worker", "client") for part in ("cert", "key")}
+    return Security(tls_ca_file=args.tls_ca_file, require_encryption=True, **files)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -43,12 +62,14 @@ def main(argv: list[str] | None = None) -> None:
     args = argument_parser().parse_args(argv)
     with SLURMCluster(queue=args.queue, account=args.account, cores=args.cores, processes=args.processes,
                       memory=args.memory, walltime=args.walltime, interface=args.interface,
-                      local_directory=args.local_directory) as cluster:
+                      local_directory=args.local_directory, protocol="tls://", security=cluster_security(args),
+                      scheduler_options={"dashboard_address": "127.0.0.1:8787"}) as cluster:
         cluster.scale(jobs=args.jobs)
         with Client(cluster) as client:
             client.wait_for_workers(1, timeout=args.wait_timeout)
         release(args.spec, out_dir=args.out, dask_address=cluster.scheduler_address,
-                overwrite=args.overwrite or None)
+                overwrite=args.overwrite or None, tls_ca_file=args.tls_ca_file, tls_cert=args.tls_cert,
+                tls_key=args.tls_key)
 
 
 if __name__ == "__main__":
