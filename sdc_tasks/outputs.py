@@ -20,6 +20,8 @@ Every output of the tool (a release, a masked dataset or file, an evaluation, a 
 
 Scratch directories holding records (:func:`scratch_dir`) live in one private directory under the system's
 temporary directory, named after their host and pid, and the next run removes those whose process is gone.
+Each output being written is noted there too, so the next run of ANY output (not only of the same one)
+recovers an output whose writer was killed: its hidden work directory, with original records, is removed.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ SIBLING_KINDS = ("tmp", "old")
 _TAGGED = r"(?P<host>[A-Za-z0-9_-]+)\.(?P<pid>\d+)\.(?P<rand>[a-z0-9_]+)"
 SIBLING_NAME = re.compile(rf"(?P<kind>{'|'.join(SIBLING_KINDS)})\.{_TAGGED}")
 SCRATCH_NAME = re.compile(rf"(?P<kind>[a-z]+)\.{_TAGGED}")
+REGISTERED = "output"
+"""The kind of scratch entry that names an output being written (see :func:`_registered`)."""
 
 PathLike = str | Path
 
@@ -261,7 +265,7 @@ def _atomic_output(final: PathLike, overwrite: bool, inputs: Sequence[PathLike |
     out = check_output(final, inputs)
     remove_stale_scratch()
     _parent_made(out)
-    with output_lock(out):
+    with output_lock(out), _registered(out):
         _recover(out)
         _replaceable(out, overwrite, is_dir)
         tmp = _sibling(out, "tmp")
@@ -271,6 +275,20 @@ def _atomic_output(final: PathLike, overwrite: bool, inputs: Sequence[PathLike |
             _swap(tmp, out, overwrite, is_dir)
         finally:
             _remove_path(tmp)
+
+
+@contextlib.contextmanager
+def _registered(out: Path) -> Iterator[None]:
+    """Note output ``out`` in :func:`scratch_root` for the block (an entry ``output.HOST.PID.RANDOM`` naming it),
+    so that when this process dies the next run of any output recovers ``out`` (:func:`remove_stale_scratch`):
+    its hidden work directory holds original records."""
+    fd, entry = tempfile.mkstemp(prefix=f"{REGISTERED}.{HOST_TAG}.{os.getpid()}.", dir=scratch_root())
+    with os.fdopen(fd, "w") as f:
+        json.dump({"output": str(out)}, f)
+    try:
+        yield
+    finally:
+        Path(entry).unlink(missing_ok=True)
 
 
 def _private(tmp: Path, is_dir: bool) -> None:
@@ -311,10 +329,16 @@ def scratch_root() -> Path:
 
 
 def remove_stale_scratch() -> None:
-    """Remove the scratch directories of this host whose process is gone (killed runs leave them)."""
+    """Remove the scratch directories of this host whose process is gone (killed runs leave them), and recover
+    the outputs such processes were writing (their hidden work directories removed, a previous output put
+    back; an output another run holds now is left to it)."""
     for entry in scratch_root().iterdir():
         m = SCRATCH_NAME.fullmatch(entry.name)
         if m and m["host"] == HOST_TAG and not _alive(int(m["pid"])):
+            written = _json_file(entry).get("output") if m["kind"] == REGISTERED and entry.is_file() else None
+            if isinstance(written, str):
+                with contextlib.suppress(InputError, OSError):
+                    recover_interrupted(written)
             _remove_path(entry)
 
 

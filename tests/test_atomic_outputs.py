@@ -39,9 +39,12 @@ with writer(target, overwrite=True, inputs=[]) as tmp:
 """
 
 
-def killed_while_writing(target: Path, kind: str) -> None:
-    """Start a process writing ``target`` and SIGKILL it in the middle of its write."""
-    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), kind], stdout=subprocess.PIPE, text=True)
+def killed_while_writing(target: Path, kind: str, tmpdir: Path | None = None) -> None:
+    """Start a process writing ``target`` (its system temporary directory ``tmpdir`` if given) and SIGKILL it in
+    the middle of its write."""
+    env = {**os.environ, "TMPDIR": str(tmpdir)} if tmpdir else None
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(target), kind], stdout=subprocess.PIPE, text=True,
+                            env=env)
     try:
         assert proc.stdout.readline().strip() == "writing"
     finally:
@@ -99,6 +102,15 @@ def test_killed_writer_leaves_no_output_and_the_next_run_cleans_up(tmp_path, kin
     assert hidden_siblings(target) == []
     content = (target / "part-0.parquet" if kind == "dir" else target).read_text()
     assert content.startswith("whole")
+
+
+def test_the_next_run_of_any_output_removes_what_a_killed_run_was_writing(tmp_path, private_tmp):
+    target = tmp_path / "release"
+    killed_while_writing(target, "dir", tmpdir=private_tmp)
+    assert len(hidden_siblings(target)) == 2  # its private work directory (raw records) and its lock
+    write_dir(tmp_path / "another-output", "another run")
+    assert hidden_siblings(target) == [] and not target.exists()
+    assert list(O.scratch_root().iterdir()) == []
 
 
 def test_killed_replacement_keeps_the_previous_release(tmp_path):
