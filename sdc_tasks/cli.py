@@ -76,11 +76,16 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
     """Run the Prefect release flow and report the outcome on the terminal."""
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
     from flows.release import release
+    from flows.server import temporary_server
+    from sdc_tasks.outputs import remove_stale_scratch
     from sdc_tasks.release import GateRefused
 
     try:
-        summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address, workers=workers,
-                          overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert, tls_key=tls.key)
+        remove_stale_scratch()
+        with temporary_server():
+            summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address,
+                              workers=workers, overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert,
+                              tls_key=tls.key)
     except GateRefused as exc:
         _fail(exc, code=3)
     except USER_ERRORS as exc:

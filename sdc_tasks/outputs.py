@@ -31,6 +31,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import stat
 import tempfile
@@ -51,6 +52,8 @@ SIBLING_NAME = re.compile(rf"(?P<kind>{'|'.join(SIBLING_KINDS)})\.{_TAGGED}")
 SCRATCH_NAME = re.compile(rf"(?P<kind>[a-z]+)\.{_TAGGED}")
 REGISTERED = "output"
 """The kind of scratch entry that names an output being written (see :func:`_registered`)."""
+PROCESS = "process"
+"""The kind of scratch entry that names a helper process a run started (see :func:`noted_process`)."""
 
 PathLike = str | Path
 
@@ -282,13 +285,37 @@ def _registered(out: Path) -> Iterator[None]:
     """Note output ``out`` in :func:`scratch_root` for the block (an entry ``output.HOST.PID.RANDOM`` naming it),
     so that when this process dies the next run of any output recovers ``out`` (:func:`remove_stale_scratch`):
     its hidden work directory holds original records."""
-    fd, entry = tempfile.mkstemp(prefix=f"{REGISTERED}.{HOST_TAG}.{os.getpid()}.", dir=scratch_root())
+    with _scratch_note(REGISTERED, {"output": str(out)}):
+        yield
+
+
+@contextlib.contextmanager
+def _scratch_note(kind: str, content: dict) -> Iterator[None]:
+    """A scratch entry ``KIND.HOST.PID.RANDOM`` of this process holding ``content`` (JSON), for the block."""
+    fd, entry = tempfile.mkstemp(prefix=f"{kind}.{HOST_TAG}.{os.getpid()}.", dir=scratch_root())
     with os.fdopen(fd, "w") as f:
-        json.dump({"output": str(out)}, f)
+        json.dump(content, f)
     try:
         yield
     finally:
         Path(entry).unlink(missing_ok=True)
+
+
+def noted_process(pid: int, command: str) -> contextlib.AbstractContextManager[None]:
+    """Note, for the block, that this run started process ``pid`` (whose command line contains ``command``), so
+    that the next run ends it when this one is killed without stopping it (a temporary server)."""
+    return _scratch_note(PROCESS, {"pid": pid, "command": command})
+
+
+def _end_orphan(note: dict) -> None:
+    """End (SIGTERM) the process a dead run noted, if it still runs the noted command (a pid reused by
+    another program is left alone)."""
+    pid, command = note.get("pid"), note.get("command")
+    if not isinstance(pid, int) or pid <= 0 or not isinstance(command, str) or not command:
+        return
+    with contextlib.suppress(OSError):
+        if command.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
+            os.kill(pid, signal.SIGTERM)
 
 
 def _private(tmp: Path, is_dir: bool) -> None:
@@ -329,16 +356,18 @@ def scratch_root() -> Path:
 
 
 def remove_stale_scratch() -> None:
-    """Remove the scratch directories of this host whose process is gone (killed runs leave them), and recover
+    """Remove the scratch directories of this host whose process is gone (killed runs leave them), recover
     the outputs such processes were writing (their hidden work directories removed, a previous output put
-    back; an output another run holds now is left to it)."""
+    back; an output another run holds now is left to it) and end the helper processes they had started."""
     for entry in scratch_root().iterdir():
         m = SCRATCH_NAME.fullmatch(entry.name)
         if m and m["host"] == HOST_TAG and not _alive(int(m["pid"])):
-            written = _json_file(entry).get("output") if m["kind"] == REGISTERED and entry.is_file() else None
-            if isinstance(written, str):
+            note = _json_file(entry) if entry.is_file() else {}
+            if m["kind"] == PROCESS:
+                _end_orphan(note)
+            if m["kind"] == REGISTERED and isinstance(note.get("output"), str):
                 with contextlib.suppress(InputError, OSError):
-                    recover_interrupted(written)
+                    recover_interrupted(note["output"])
             _remove_path(entry)
 
 

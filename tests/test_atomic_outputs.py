@@ -400,3 +400,23 @@ def test_release_onto_its_input_dataset_is_refused_and_the_input_kept(dataset, t
     result = CliRunner().invoke(app, ["release", str(tmp_path / "spec.yaml")])
     assert result.exit_code == 2 and f"is the input {dataset}" in result.output
     assert tree_checksums(dataset) == before and sorted(p.name for p in dataset.iterdir()) == ["part-0.parquet"]
+
+
+def test_a_helper_process_of_a_killed_run_is_ended_by_the_next_run(private_tmp, tmp_path):
+    owner = dead_pid()
+    helpers = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", name])
+               for name in ("noted-server", "other-program")}
+    try:
+        root = O.scratch_root()
+        (root / tagged("process", owner, rand="srv")).write_text(json.dumps(
+            {"pid": helpers["noted-server"].pid, "command": "noted-server"}))
+        (root / tagged("process", owner, rand="reused")).write_text(json.dumps(  # a pid now running another program
+            {"pid": helpers["other-program"].pid, "command": "noted-server"}))
+        write_dir(tmp_path / "release", "the next run")
+        assert helpers["noted-server"].wait(10) == -signal.SIGTERM
+        assert helpers["other-program"].poll() is None
+        assert list(root.iterdir()) == []
+    finally:
+        for proc in helpers.values():
+            proc.kill()
+            proc.wait(10)

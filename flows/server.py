@@ -1,0 +1,31 @@
+"""Prefect's temporary local server for a command-line run, started so that a killed run cannot orphan it."""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+from sdc_tasks.outputs import noted_process
+
+SERVER_COMMAND = "prefect.server.api.server:create_app"
+
+
+@contextlib.contextmanager
+def temporary_server() -> Iterator[None]:
+    """For the block, Prefect's temporary server when no PREFECT_API_URL is set (the one Prefect would start on
+    first use), its process noted in the private scratch directory: stopped on leaving the block, and ended by
+    the next run of the tool if this process is killed first. With a server configured, nothing is started."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+
+    if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        yield
+        return
+    from prefect.server.api.server import SubprocessASGIServer
+
+    server = SubprocessASGIServer()
+    server.start()
+    try:
+        with noted_process(server.server_process.pid, SERVER_COMMAND):
+            yield
+    finally:
+        server.stop()
