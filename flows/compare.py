@@ -15,6 +15,7 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from sdc_tasks.cluster import TlsFiles, dask_client
+from sdc_tasks.errors import value_free
 from sdc_tasks.compare import (CompareInput, Grid, check_best_spec, load_grid, parallel_mode, parse_limits,
                                prepare_input)
 from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
@@ -26,6 +27,7 @@ STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 @task(name="plan", task_run_name="plan", **STAGE)
+@value_free("plan")
 def plan(input_path: str, grid_path: str | None, id_col: str, variables, key_vars, parallel: str,
          best_spec: str | None = None):
     """Validate the grid, the best-spec request and the input's columns; choose the parallel mode by input
@@ -37,6 +39,7 @@ def plan(input_path: str, grid_path: str | None, id_col: str, variables, key_var
 
 
 @task(name="mask and evaluate every configuration", task_run_name="mask and evaluate {mode}", **STAGE)
+@value_free("mask and evaluate every configuration")
 def evaluate_grid(source: CompareInput, grid: Grid, mode: str, limits: dict, work_dir: str,
                   started: float) -> Comparison:
     """Every configuration masked and evaluated on the Dask cluster, ranked, the best under the limits picked."""
@@ -44,6 +47,7 @@ def evaluate_grid(source: CompareInput, grid: Grid, mode: str, limits: dict, wor
 
 
 @task(name="report", task_run_name="report", **STAGE)
+@value_free("report")
 def report(c: Comparison, root: str, final_dir: str) -> dict:
     """Write the ranking, map and report into ``root`` (renamed to ``final_dir`` when the flow succeeds);
     publish the ranking as Markdown and table artifacts, with the map's final path."""
@@ -57,7 +61,8 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
     return written
 
 
-@flow(name="compare", log_prints=False)
+@flow(name="compare", log_prints=False, persist_result=False)
+@value_free("compare")
 def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str = "record_id",
             variables: list[str] | None = None, key_vars: list[str] | None = None,
             limits: list[str] | None = None, best_spec: str | None = None, parallel: str = "auto",

@@ -15,6 +15,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import TlsFiles, dask_client
+from sdc_tasks.errors import value_free
 from sdc_tasks.evaluate import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
@@ -25,6 +26,7 @@ STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
 
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **STAGE)
+@value_free("evaluate information loss")
 def information_loss(original: str, masked: str, id_col: str, variables, key_vars, families, pairing,
                      categorical: dict) -> dict:
     """The information loss families (IL, matrix measures, brMAE/brMSE, PIL, categorical IL)."""
@@ -33,6 +35,7 @@ def information_loss(original: str, masked: str, id_col: str, variables, key_var
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **STAGE)
+@value_free("evaluate disclosure risk")
 def disclosure_risk(original: str, masked: str, id_col: str, variables, key_vars, families, pairing,
                     categorical: dict) -> dict:
     """Distance and probabilistic linkage, interval disclosure and the categorical risk measures."""
@@ -41,6 +44,7 @@ def disclosure_risk(original: str, masked: str, id_col: str, variables, key_vars
 
 
 @task(name="report", task_run_name="report", **STAGE)
+@value_free("report")
 def report(root: str, summary: dict, name: str) -> dict:
     """Write metrics.json, report.md, report.html and the R-U map; publish UI artifacts."""
     out = Path(root)
@@ -50,7 +54,8 @@ def report(root: str, summary: dict, name: str) -> dict:
     return {k: str(v) for k, v in written.items()}
 
 
-@flow(name="evaluate", log_prints=False)
+@flow(name="evaluate", log_prints=False, persist_result=False)
+@value_free("evaluate")
 def evaluate(original: str, masked: str, out_dir: str, id_col: str = "record_id",
              variables: list[str] | None = None, key_vars: list[str] | None = None,
              families: list[str] | None = None, pairing: str = "auto", dask_address: str | None = None,

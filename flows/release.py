@@ -1,7 +1,9 @@
 """Prefect flow ``release``: validate, mask, evaluate, gate and publish one protected release.
 
 Orchestration only: every stage is one library call from ``sdc_tasks.release``; tasks pass paths and small
-summaries (never records), and the Dask cluster does the data work.
+summaries (never records), and the Dask cluster does the data work. No result is persisted, and every task and
+the flow itself fail with value-free errors (``sdc_tasks.errors.value_free``): a library's message, which may
+quote a confidential value, never reaches Prefect's states, logs or result storage.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks import release as R
 from sdc_tasks.cluster import TlsFiles, dask_client
+from sdc_tasks.errors import value_free
 from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.metrics.risk import scores
@@ -38,30 +41,35 @@ IO_STAGE = dict(retries=1, retry_delay_seconds=5, retry_condition_fn=io_error, *
 
 
 @task(name="validate", task_run_name="validate", **IO_STAGE)
+@value_free("validate")
 def validate(spec: ReleaseSpec) -> dict:
     """Check the original file against the spec."""
     return R.validate_input(spec)
 
 
 @task(name="block", task_run_name="block step {i}", **IO_STAGE)
+@value_free("block")
 def block(spec: ReleaseSpec, i: int, previous: str | None, work: str) -> dict:
     """Partition step ``i``'s records into data-driven blocks."""
     return R.block_stage(spec, i, previous, Path(work))
 
 
 @task(name="mask step", task_run_name="mask step {i}: {method}", **IO_STAGE)
+@value_free("mask")
 def mask(spec: ReleaseSpec, i: int, method: str, previous: str | None, work: str) -> dict:
     """Run masking step ``i`` per block or per scope."""
     return R.mask_stage(spec, i, previous, Path(work))
 
 
 @task(name="write", task_run_name="write step {i}", **IO_STAGE)
+@value_free("write")
 def write(spec: ReleaseSpec, i: int, previous: str | None, work: str, target: str) -> dict:
     """Write step ``i``'s output in input order (the last step writes masked/)."""
     return R.write_stage(spec, i, previous, Path(work), Path(target))
 
 
 @task(name="evaluate information loss", task_run_name="evaluate information loss", **IO_STAGE)
+@value_free("evaluate information loss")
 def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
     """The information loss families asked for (IL, matrix measures, brMAE/brMSE, PIL)."""
     families = tuple(f for f in spec.metrics if f in IL_FAMILIES)
@@ -69,6 +77,7 @@ def evaluate_il(spec: ReleaseSpec, masked: str) -> dict:
 
 
 @task(name="evaluate disclosure risk", task_run_name="evaluate disclosure risk", **IO_STAGE)
+@value_free("evaluate disclosure risk")
 def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
     """Distance and probabilistic linkage and interval disclosure of the masked dataset."""
     families = tuple(f for f in spec.metrics if f in RISK_FAMILIES)
@@ -76,12 +85,14 @@ def evaluate_dr(spec: ReleaseSpec, masked: str) -> dict:
 
 
 @task(name="gate", task_run_name="gate", **STAGE)
+@value_free("gate")
 def gate(spec: ReleaseSpec, metrics: dict) -> dict:
     """The release gate's decision."""
     return R.gate_decision(spec, metrics)
 
 
 @task(name="report", task_run_name="report", **IO_STAGE)
+@value_free("report")
 def report(spec: ReleaseSpec, root: str, summary: dict, row_counts: dict) -> dict:
     """Write metrics.json, report.md, report.html, the R-U map and manifest.json; publish UI artifacts."""
     out = Path(root)
@@ -123,7 +134,8 @@ def release_overrides(out_dir: str | None = None, dask_address: str | None = Non
     return overrides
 
 
-@flow(name="release", log_prints=False)
+@flow(name="release", log_prints=False, persist_result=False)
+@value_free("release")
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
             workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
             tls_cert: str | None = None, tls_key: str | None = None) -> dict:

@@ -12,6 +12,7 @@ from typing import Optional
 import typer
 
 from sdc_tasks.cluster import TlsFiles
+from sdc_tasks.errors import StageFailed, value_free
 from sdc_tasks.io import InputError, write_parquet
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 from sdc_tasks.spec import SpecError
@@ -19,7 +20,7 @@ from sdc_tasks.spec import SpecError
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-USER_ERRORS = (InputError, SpecError, ValueError, FileNotFoundError)
+USER_ERRORS = (InputError, SpecError, ValueError, FileNotFoundError)  # any library's replaced by then: value_free
 TLS_CA_FILE = typer.Option(None, help="CA certificate (PEM) that signed the certificates of a tls:// "
                            "--dask-address")
 TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask-address")
@@ -30,6 +31,29 @@ def _fail(exc: Exception, code: int = 2) -> None:
     """Print a one-line error and exit with ``code``."""
     typer.echo(f"error: {exc}", err=True)
     raise typer.Exit(code)
+
+
+def _refusals() -> tuple[type[Exception], ...]:
+    """The errors that report a refusal (exit 3): the release gate's, the comparison's limits'."""
+    from sdc_tasks.compare_outputs import NoneWithinLimits
+    from sdc_tasks.release import GateRefused
+
+    return GateRefused, NoneWithinLimits
+
+
+@contextlib.contextmanager
+def _reported(command: str):
+    """Run a command's body: a refusal exits 3, bad input 2 and a library's failure 1, each with one value-free
+    ``error:`` line (a library's message, which may quote a confidential value, is withheld: ``value_free``)."""
+    try:
+        with value_free(command):
+            yield
+    except _refusals() as exc:
+        _fail(exc, code=3)
+    except USER_ERRORS as exc:
+        _fail(exc)
+    except StageFailed as exc:
+        _fail(exc, code=1)
 
 
 def _status(text: str):
@@ -78,18 +102,13 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
     from flows.release import release
     from flows.server import temporary_server
     from sdc_tasks.outputs import remove_stale_scratch
-    from sdc_tasks.release import GateRefused
 
-    try:
+    with _reported("release"):
         remove_stale_scratch()
         with temporary_server():
             summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address,
                               workers=workers, overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert,
                               tls_key=tls.key)
-    except GateRefused as exc:
-        _fail(exc, code=3)
-    except USER_ERRORS as exc:
-        _fail(exc)
     m = summary["metrics"]
     typer.echo(f"published {summary['run']['n_masked']} records to {summary['run']['output_dir']}")
     typer.echo("  " + _accounting_line(summary["variables"]["columns"]))
@@ -151,18 +170,15 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
-    try:
-        with writer as tmp_file, \
-                dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
-                _status(f"evaluating {masked} against {original}"):
-            metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
-                                     tuple(_split(families) or ()), pairing, categorical=_split(categorical),
-                                     ordinal=_orders(ordinal), weight=weight, reference=reference)
-            text = json_text(metrics)
-            if tmp_file:
-                tmp_file.write_text(text + "\n")
-    except USER_ERRORS as exc:
-        _fail(exc)
+    with _reported("evaluate"), writer as tmp_file, \
+            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
+            _status(f"evaluating {masked} against {original}"):
+        metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
+                                 tuple(_split(families) or ()), pairing, categorical=_split(categorical),
+                                 ordinal=_orders(ordinal), weight=weight, reference=reference)
+        text = json_text(metrics)
+        if tmp_file:
+            tmp_file.write_text(text + "\n")
     typer.echo(f"wrote {out}" if out else text)
 
 
@@ -203,7 +219,7 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.spec import column_accounting
     from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
 
-    try:
+    with _reported("mask"):
         params = validate_params(method, parse_cli_params(param))
         if METHODS[method].after_masking and original is None:
             raise InputError(f"method {method} moves a masked file toward the original records: name them with "
@@ -229,8 +245,6 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
                 result.frame.compute().to_csv(target, index=False)
             else:
                 write_parquet(result.frame, target)
-    except USER_ERRORS as exc:
-        _fail(exc)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
     typer.echo(_accounting_line(column_accounting(frame.columns, id_col, variables, strata)))
 
@@ -262,9 +276,9 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.compare import check_best_spec, load_grid, parse_limits
-    from sdc_tasks.compare_outputs import NoneWithinLimits, comparison, comparison_summary, write_release_spec
+    from sdc_tasks.compare_outputs import comparison, comparison_summary, write_release_spec
 
-    try:
+    with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)
         check_best_spec(chosen, best_spec)
         with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
@@ -274,10 +288,6 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
         typer.echo(f"wrote {out}")
         if best_spec:
             typer.echo(f"wrote {write_release_spec(result, best_spec)}")
-    except NoneWithinLimits as exc:
-        _fail(exc, code=3)
-    except USER_ERRORS as exc:
-        _fail(exc)
 
 
 @app.command("generate")
@@ -289,10 +299,8 @@ def generate_cmd(rows: int = typer.Option(..., help="number of records"),
     """Write N synthetic Census-like records (13 skewed, correlated variables, unique record_id)."""
     from sdc_tasks.generate import write_synthetic
 
-    try:
+    with _reported("generate"):
         files = write_synthetic(out, rows, seed=seed, strata=strata, rows_per_file=rows_per_file)
-    except USER_ERRORS as exc:
-        _fail(exc)
     typer.echo(f"wrote {rows} records in {len(files)} files to {out}")
 
 

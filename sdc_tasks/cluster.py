@@ -13,6 +13,7 @@ import dask
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
+from sdc_tasks.errors import withholding_worker_errors
 from sdc_tasks.io import InputError
 
 LOOPBACK = "127.0.0.1"
@@ -96,18 +97,21 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
     with client:
         yield client
 
+from sdc_tasks.errors import withholding_worker_errors
+
 
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int = 2, threads_per_worker: int = 1,
                 memory_limit: str = "auto", tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
-    """Yield a client; a LocalCluster started here listens on 127.0.0.1 only and is closed on exit, an attached
-    scheduler (over TLS with ``tls``) is left running."""
+    """Yield a client whose workers log failed tasks without their data or messages; a LocalCluster started
+    here listens on 127.0.0.1 only and is closed on exit, an attached scheduler (over TLS with ``tls``) is left
+    running."""
     if address:
         with attached_client(address, tls) as client:
-            yield client
+            yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
     with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit,
                       processes=True, host=LOOPBACK, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         with Client(cluster, set_as_default=True) as client:
-            yield client
+            yield withholding_worker_errors(client)

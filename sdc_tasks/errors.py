@@ -1,0 +1,92 @@
+"""Value-free errors: a library exception (pandas, pyarrow, NumPy, Dask, SciPy, pydantic's ``input_value=...``)
+may quote a cell of the confidential input in its message. At the boundary of each stage (the flows' tasks, the
+CLI commands) ``value_free`` replaces it with a ``StageFailed`` that names the stage, the exception's type and,
+where the library names it, the column, never chained to the original, so no value reaches the console, logs,
+Prefect's states, events or result storage. Our own errors (built from names and positions) and OSError
+(paths only; the flows retry on it) pass unchanged. ``WithheldWorkerErrors`` does the same for the "Compute
+Failed" records Dask workers log."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from typing import Iterator
+
+from distributed.diagnostics.plugin import WorkerPlugin
+
+WITHHELD = "details withheld: they may quote confidential values"
+_COLUMN = re.compile(r"Conversion failed for column (\S+) with type")  # pyarrow's names the column, then the value
+
+
+class StageFailed(RuntimeError):
+    """A stage failed inside a library; the message names the stage and the exception's type, never a value."""
+
+
+def own_errors() -> tuple[type[Exception], ...]:
+    """The exceptions whose messages we build from names and positions, and OSError (paths only)."""
+    from sdc_tasks.compare import GridError
+    from sdc_tasks.compare_outputs import NoneWithinLimits
+    from sdc_tasks.io import InputError
+    from sdc_tasks.release import GateRefused
+    from sdc_tasks.spec import SpecError
+
+    return InputError, SpecError, GridError, GateRefused, NoneWithinLimits, StageFailed, OSError
+
+
+def stage_failure(stage: str, exc: Exception) -> StageFailed:
+    """The value-free replacement of ``exc`` raised in ``stage``: its type and, where the library names it,
+    the column."""
+    column = _COLUMN.search(str(exc))
+    where = f" in column {column.group(1)}" if column else ""
+    return StageFailed(f"{stage} stage failed: {type(exc).__name__}{where} ({WITHHELD})")
+
+
+@contextlib.contextmanager
+def value_free(stage: str) -> Iterator[None]:
+    """Let our own errors and OSError through; replace any other exception by ``stage_failure`` (not chained:
+    tracebacks and Prefect state messages do not carry the original). Usable as a decorator too."""
+    try:
+        yield
+    except own_errors():
+        raise
+    except Exception as exc:
+        raise stage_failure(stage, exc) from None
+
+
+class _WithheldComputeFailures(logging.Filter):
+    """Strip the task, exception and traceback (which may hold or quote data) from "Compute Failed" records."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record, reduced to its key and state when it reports a failed task."""
+        if isinstance(record.msg, str) and record.msg.startswith("Compute Failed"):
+            record.msg = f"Compute Failed\nKey:       %s\nState:     %s\n({WITHHELD})"
+            record.args = tuple(record.args[:2]) if isinstance(record.args, tuple) else ()
+        return True
+
+
+WORKER_LOGGER = "distributed.worker"
+_FILTER = _WithheldComputeFailures()
+
+
+def withhold_compute_failures() -> None:
+    """Install the "Compute Failed" filter on this process's Dask worker logger (once)."""
+    logger = logging.getLogger(WORKER_LOGGER)
+    if _FILTER not in logger.filters:
+        logger.addFilter(_FILTER)
+
+
+class WithheldWorkerErrors(WorkerPlugin):
+    """Worker plugin: each worker's "Compute Failed" log records name the task's key and state only."""
+
+    name = "sdc-withheld-worker-errors"
+
+    def setup(self, worker) -> None:
+        """Install the filter in the worker's process."""
+        withhold_compute_failures()
+
+
+def withholding_worker_errors(client):
+    """``client``, its cluster's workers (present and future) now logging failed tasks by key and state only."""
+    client.register_plugin(WithheldWorkerErrors())
+    return client
