@@ -2,15 +2,17 @@
 may quote a cell of the confidential input in its message. At the boundary of each stage (the flows' tasks, the
 CLI commands) ``value_free`` replaces it with a ``StageFailed`` that names the stage, the exception's type and,
 where the library names it, the column, never chained to the original, so no value reaches the console, logs,
-Prefect's states, events or result storage. Our own errors (built from names and positions) and OSError
-(paths only; the flows retry on it) pass unchanged. ``WithheldWorkerErrors`` does the same for the "Compute
-Failed" records Dask workers log."""
+Prefect's states, events or result storage. Our own errors (our exception classes, and any exception our code
+raised: messages built from names and positions) and OSError (paths only; the flows retry on it) pass
+unchanged. ``WithheldWorkerErrors`` does the same for the "Compute Failed" records Dask workers log."""
 
 from __future__ import annotations
 
 import contextlib
 import logging
+import os
 import re
+from pathlib import Path
 from typing import Iterator
 
 from distributed.diagnostics.plugin import WorkerPlugin
@@ -42,15 +44,30 @@ def stage_failure(stage: str, exc: Exception) -> StageFailed:
     return StageFailed(f"{stage} stage failed: {type(exc).__name__}{where} ({WITHHELD})")
 
 
+OUR_CODE = tuple(str(Path(__file__).resolve().parent.parent / package) + os.sep for package in ("sdc_tasks", "flows"))
+
+
+def raised_by_us(exc: BaseException) -> bool:
+    """Whether ``exc`` was raised by this project's code (its innermost frame is in sdc_tasks/ or flows/), whose
+    messages are built from names and positions, not by a library's."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and tb.tb_frame.f_code.co_filename.startswith(OUR_CODE)
+
+
 @contextlib.contextmanager
 def value_free(stage: str) -> Iterator[None]:
-    """Let our own errors and OSError through; replace any other exception by ``stage_failure`` (not chained:
-    tracebacks and Prefect state messages do not carry the original). Usable as a decorator too."""
+    """Let our own errors (our exception classes, anything our code raised) and OSError through; replace any
+    other exception by ``stage_failure`` (not chained: tracebacks and Prefect state messages do not carry the
+    original). Usable as a decorator too."""
     try:
         yield
     except own_errors():
         raise
     except Exception as exc:
+        if raised_by_us(exc):
+            raise
         raise stage_failure(stage, exc) from None
 
 

@@ -317,6 +317,14 @@ def test_value_free_lets_our_errors_and_os_errors_through(error):
     assert info.value is error
 
 
+def test_value_free_lets_an_error_our_code_raised_through():
+    from sdc_tasks.masking.registry import validate_params
+
+    with pytest.raises(ValueError, match=r"^parameter 'k' of mdav") as info, value_free("mask"):
+        validate_params("mdav", {"k": 1})
+    assert not isinstance(info.value, StageFailed)
+
+
 def test_cli_withholds_a_library_message(tmp_path, no_cluster, monkeypatch):
     pd.read_csv(bundled_path("census.csv")).head(60).to_csv(tmp_path / "in.csv", index=False)
 
