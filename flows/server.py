@@ -28,4 +28,14 @@ def temporary_server() -> Iterator[None]:
         with noted_process(server.server_process.pid, SERVER_COMMAND):
             yield
     finally:
+        _delivered()
         server.stop()
+
+
+def _delivered() -> None:
+    """Send the run's logs and events still queued to the server before it stops."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogHandler
+
+    APILogHandler().flush()
+    EventsWorker.drain_all()

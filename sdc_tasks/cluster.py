@@ -97,8 +97,6 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
     with client:
         yield client
 
-from sdc_tasks.errors import withholding_worker_errors
-
 
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int = 2, threads_per_worker: int = 1,
