@@ -25,6 +25,7 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES
+from sdc_tasks.errors import reason_of
 from sdc_tasks.evaluate import FAMILIES, evaluate
 from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
 from sdc_tasks.metrics.finite import finite_measure
@@ -337,7 +338,8 @@ def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
                                categorical=variables, reference=frame,
                                ordinal={v: o for v, o in source.category_orders.items() if v in variables})
     except (ValueError, RuntimeError) as exc:
-        raise InputError(f"configuration {config.label} ({config.method} {config.params}): {exc}") from exc
+        raise InputError(f"configuration {config.label} ({config.method} {config.params}): {reason_of(exc)}") \
+            from None
     metrics.update(finite_measure("risk", metrics.get("PLD_cat", math.nan) if config.variables is not None
                                   else risk(metrics, risk_setup)))
     return ConfigurationResult(config, metrics, {"mask": t1 - t0, "evaluate": perf_counter() - t1,

@@ -36,6 +36,12 @@ def own_errors() -> tuple[type[Exception], ...]:
     return InputError, SpecError, GridError, GateRefused, NoneWithinLimits, StageFailed, OSError
 
 
+def reason_of(exc: Exception) -> str:
+    """What to say of ``exc`` inside a message of ours: its message when our code raised it, else its type with
+    the details withheld."""
+    return str(exc) if raised_by_us(exc) else f"{type(exc).__name__} ({WITHHELD})"
+
+
 def stage_failure(stage: str, exc: Exception) -> StageFailed:
     """The value-free replacement of ``exc`` raised in ``stage``: its type and, where the library names it,
     the column."""

@@ -17,6 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import special, stats
 
+from sdc_tasks.errors import reason_of
 from sdc_tasks.io import InputError
 from sdc_tasks.outputs import atomic_output_dir
 
@@ -82,7 +83,7 @@ def reference_matrix(reference: pd.DataFrame) -> np.ndarray:
     try:
         values = reference.loc[:, list(CENSUS_VARIABLES)].to_numpy(dtype=np.float64)
     except (TypeError, ValueError) as exc:
-        raise InputError(f"reference Census columns must be numeric: {exc}") from exc
+        raise InputError(f"reference Census columns must be numeric: {reason_of(exc)}") from None
     for j, name in enumerate(CENSUS_VARIABLES):
         column = values[:, j]
         if not np.isfinite(column).all():

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import re
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ def detect_format(path: str | Path) -> str:
     raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
 
 
+QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # text a reader's message quotes (the cell it could not parse)
 WHOLE_SAMPLE_BYTES = 16 * 2**20  # a CSV file up to this size has its column types inferred from every row
 
 
@@ -93,10 +95,11 @@ def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None
 
 def reader_reason(exc: Exception) -> str:
     """Why a reader failed, without the bytes at fault: the last line of its message (dask wraps the reader's
-    error in its own), or for text that is not UTF-8 just that."""
+    error in its own) with anything it quotes withheld (a reader quotes the cell it could not parse), or for text
+    that is not UTF-8 just that."""
     if isinstance(exc, UnicodeDecodeError):
         return "it holds bytes that are not UTF-8 text (save it as UTF-8)"
-    return str(exc).strip().splitlines()[-1].removeprefix("Original Message: ")
+    return QUOTED.sub("'...'", str(exc).strip().splitlines()[-1].removeprefix("Original Message: "))
 
 
 def check_files(path: Path, fmt: str) -> None:

@@ -291,7 +291,8 @@ def test_failing_configuration_is_named_and_leaves_no_output(tmp_path, monkeypat
         raise ValueError("kernel failed")
 
     monkeypatch.setattr(C, "apply_step", failing)
-    with pytest.raises(ValueError, match=r"configuration Rank15 \(rankswap \{'p': 15.0\}\): kernel failed"):
+    with pytest.raises(ValueError, match=r"configuration Rank15 \(rankswap \{'p': 15.0\}\): ValueError \(details "
+                                         "withheld"):  # an error not raised by our code may quote a value
         O.comparison(bundled_path("census.csv"), tmp_path / "out", C.parse_grid(SMALL_GRID), key_vars=CENSUS_KEYS)
     assert list(tmp_path.iterdir()) == []
 

@@ -356,3 +356,19 @@ def test_dask_workers_log_failed_tasks_without_their_message():
         worker_log.removeHandler(handler)
     failed = [r.getMessage() for r in records if r.getMessage().startswith("Compute Failed")]
     assert failed and all("details withheld" in m and TEXT_CANARIES[NOTE] not in m for m in failed)
+
+
+def test_messages_of_ours_that_wrap_a_library_error_withhold_what_it_quotes():
+    from sdc_tasks.errors import reason_of
+    from sdc_tasks.io import reader_reason
+
+    quoted = ValueError(f"could not convert string to float: '{TEXT_CANARIES[NOTE]}' (\"{TEXT_CANARIES[NAME]}\")")
+    assert TEXT_CANARIES[NOTE] not in reader_reason(quoted) and TEXT_CANARIES[NAME] not in reader_reason(quoted)
+    assert reader_reason(ValueError("Error tokenizing data. C error: Expected 14 fields in line 5, saw 15")) == \
+        "Error tokenizing data. C error: Expected 14 fields in line 5, saw 15"
+    assert reason_of(quoted) == "ValueError (details withheld: they may quote confidential values)"
+    from sdc_tasks.masking.registry import validate_params
+
+    with pytest.raises(ValueError) as ours:
+        validate_params("mdav", {"k": 1})
+    assert reason_of(ours.value) == str(ours.value)
