@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import operator
 from fractions import Fraction
 from functools import reduce
 

@@ -10,8 +10,8 @@ how the records are split into partitions or in which order partial sums are mer
 
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass
-from fractions import Fraction
 
 import dask
 import dask.dataframe as dd
@@ -196,9 +196,9 @@ def moments_from(first: ColumnSums, second: ExactSums, order: int) -> Moments:
 
 def blocks_moments(blocks: list[np.ndarray], order: int = 2) -> Moments:
     """The Moments of the rows of in-memory blocks taken together (both passes): the same for any split."""
-    first = fold([column_sums(b) for b in blocks], _add)
+    first = fold([column_sums(b) for b in blocks], operator.add)
     centre = first.centre()
-    return moments_from(first, fold([deviation_sums(b, *centre, order) for b in blocks], _add), order)
+    return moments_from(first, fold([deviation_sums(b, *centre, order) for b in blocks], operator.add), order)
 
 
 def moments_of(x: np.ndarray, order: int = 2) -> Moments:
@@ -219,11 +219,6 @@ def tree_merge(items: list, merge, split_every: int = 8):
     return level[0]
 
 
-def _add(a, b):
-    """a + b (the merge of two partial sums)."""
-    return a + b
-
-
 def _partition_column_sums(df: pd.DataFrame, columns: list[str]) -> ColumnSums:
     """First-pass sums of one partition's columns."""
     return column_sums(df[columns].to_numpy(dtype=np.float64))
@@ -239,9 +234,9 @@ def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[
     """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
     all collections at once), so that no partition is held in memory between the passes."""
     firsts = dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
-                                        for part in f[columns].to_delayed()], _add) for f in frames])
+                                        for part in f[columns].to_delayed()], operator.add) for f in frames])
     seconds = dask.compute(*[tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, *first.centre(), order)
-                                         for part in f[columns].to_delayed()], _add)
+                                         for part in f[columns].to_delayed()], operator.add)
                              for f, first, order in zip(frames, firsts, orders)])
     return [moments_from(*passes) for passes in zip(firsts, seconds, orders)]
 
