@@ -23,7 +23,7 @@ import pandas as pd
 from risk_scale import timed
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import read_table
 

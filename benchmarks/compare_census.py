@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.compare_outputs import comparison
+from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.generate import bundled_path
 
 CENSUS_KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]

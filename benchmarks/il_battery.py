@@ -16,7 +16,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
 from sdc_tasks.io import read_table
 

@@ -21,12 +21,11 @@ import argparse
 
 import dask
 import numpy as np
+from compare_census import CHAPTER, FILE_ORDER_KEYS, published_table_1
 from scipy.spatial import cKDTree
 from scipy.stats import spearmanr
 
-from compare_census import CHAPTER, FILE_ORDER_KEYS, published_table_1
-
-from sdc_tasks.compare import load_grid, prepare_input
+from sdc_tasks.comparison.run import load_grid, prepare_input
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import read_with_ids
 from sdc_tasks.masking.apply import StepContext

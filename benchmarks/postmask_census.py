@@ -22,7 +22,7 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import CENSUS_VARIABLES, bundled_path
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step

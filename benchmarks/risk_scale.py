@@ -20,10 +20,10 @@ from il_battery import write_noisy_copy
 from peak_memory import PeakRSS
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
 from sdc_tasks.io import read_table
-from sdc_tasks.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 
 
 def timed(label: str, rows: int, plain: float, run) -> dict:

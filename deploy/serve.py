@@ -24,7 +24,7 @@ from prefect.types.entrypoint import EntrypointType
 from flows.release import release, release_overrides
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.outputs import check_output
-from sdc_tasks.spec import load_spec
+from sdc_tasks.pipeline.spec import load_spec
 
 DEFAULT_SCHEDULES = {
     "nightly": "0 2 * * *",  # 02:00 every day

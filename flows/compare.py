@@ -1,7 +1,7 @@
 """Prefect flow ``compare``: rank masking methods and parameters on one file (chapter 6 methodology).
 
-Orchestration only: grid, runs, ranking and files come from ``sdc_tasks.compare`` and
-``sdc_tasks.compare_outputs``; the flow writes the comparison atomically, optionally the best release spec,
+Orchestration only: grid, runs, ranking and files come from ``sdc_tasks.comparison.run`` and
+``sdc_tasks.comparison.outputs``; the flow writes the comparison atomically, optionally the best release spec,
 and publishes the ranking as Markdown and table artifacts (statistics only, no record values).
 """
 
@@ -15,11 +15,26 @@ from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
 
 from sdc_tasks.cluster import TlsFiles, dask_client
+from sdc_tasks.comparison.outputs import (
+    Comparison,
+    compared,
+    comparison_ranking_section,
+    comparison_summary,
+    headline,
+    ranking_columns,
+    write_comparison,
+    write_release_spec,
+)
+from sdc_tasks.comparison.run import (
+    CompareInput,
+    Grid,
+    check_best_spec,
+    load_grid,
+    parallel_mode,
+    parse_limits,
+    prepare_input,
+)
 from sdc_tasks.errors import value_free
-from sdc_tasks.compare import (CompareInput, Grid, check_best_spec, load_grid, parallel_mode, parse_limits,
-                               prepare_input)
-from sdc_tasks.compare_outputs import (Comparison, compared, comparison_ranking_section, comparison_summary, headline,
-                                       ranking_columns, write_comparison, write_release_spec)
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.report import markdown_section
 

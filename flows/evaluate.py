@@ -1,6 +1,6 @@
 """Prefect flow ``evaluate``: information loss and disclosure risk of any masked file against its original.
 
-Orchestration only: the numbers come from ``sdc_tasks.evaluate``; the flow writes metrics.json, report.md,
+Orchestration only: the numbers come from ``sdc_tasks.evaluation.measures``; the flow writes metrics.json, report.md,
 report.html and the R-U map atomically into the output directory and publishes UI artifacts.
 """
 
@@ -16,10 +16,10 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.errors import value_free
-from sdc_tasks.evaluate import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
+from sdc_tasks.evaluation.measures import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
-from sdc_tasks.release import ru_points, write_json
+from sdc_tasks.pipeline.stages import ru_points, write_json
 from sdc_tasks.report import write_report
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)

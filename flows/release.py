@@ -1,6 +1,6 @@
 """Prefect flow ``release``: validate, mask, evaluate, gate and publish one protected release.
 
-Orchestration only: every stage is one library call from ``sdc_tasks.release``; tasks pass paths and small
+Orchestration only: every stage is one library call from ``sdc_tasks.pipeline.stages``; tasks pass paths and small
 summaries (never records), and the Dask cluster does the data work. No result is persisted, and every task and
 the flow itself fail with value-free errors (``sdc_tasks.errors.value_free``): a library's message, which may
 quote a confidential value, never reaches Prefect's states, logs or result storage.
@@ -18,15 +18,15 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
-from sdc_tasks import release as R
 from sdc_tasks.cluster import TlsFiles, dask_client
-from sdc_tasks.errors import value_free
-from sdc_tasks.evaluate import IL_FAMILIES, RISK_FAMILIES
+from sdc_tasks.errors import ReleaseRefused, value_free
+from sdc_tasks.evaluation.measures import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
+from sdc_tasks.pipeline import stages as R
+from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role, load_spec
 from sdc_tasks.report import write_report
-from sdc_tasks.spec import ReleaseSpec, columns_by_role, load_spec
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -139,7 +139,7 @@ def release_overrides(out_dir: str | None = None, dask_address: str | None = Non
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
             workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
             tls_cert: str | None = None, tls_key: str | None = None) -> dict:
-    """Run one release end to end and return its summary; raise GateRefused if the gate refused publication.
+    """Run one release end to end and return its summary; raise ReleaseRefused if the gate refused publication.
     The tls_* files (for a tls:// scheduler) replace the spec's dask.tls files one by one."""
     spec = load_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,
                                                   TlsFiles(tls_ca_file, tls_cert, tls_key)))
@@ -207,7 +207,7 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
         }
         report(spec, str(tmp), summary, {"original": facts["n_records"], "masked": n_masked if published else 0})
     if not published:
-        raise R.GateRefused(R.refusal_message(decision) + f" (report: {spec.output_dir / 'report.md'})")
+        raise ReleaseRefused(R.refusal_message(decision) + f" (report: {spec.output_dir / 'report.md'})")
     log.info("release %s published to %s", spec.name, spec.output_dir)
     return summary
 

@@ -12,10 +12,9 @@ from typing import Optional
 import typer
 
 from sdc_tasks.cluster import TlsFiles
-from sdc_tasks.errors import StageFailed, value_free
-from sdc_tasks.io import InputError, write_parquet
+from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
+from sdc_tasks.io import write_parquet
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
-from sdc_tasks.spec import SpecError
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -35,10 +34,9 @@ def _fail(exc: Exception, code: int = 2) -> None:
 
 def _refusals() -> tuple[type[Exception], ...]:
     """The errors that report a refusal (exit 3): the release gate's, the comparison's limits'."""
-    from sdc_tasks.compare_outputs import NoneWithinLimits
-    from sdc_tasks.release import GateRefused
+    from sdc_tasks.errors import NoneWithinLimits, ReleaseRefused
 
-    return GateRefused, NoneWithinLimits
+    return ReleaseRefused, NoneWithinLimits
 
 
 @contextlib.contextmanager
@@ -89,7 +87,7 @@ def _check_unmasked(variables: list[str], id_col: str, strata: Optional[str]) ->
 
 def _accounting_line(accounting: dict[str, str]) -> str:
     """'columns: masked A, B; passed_through C; id record_id': what a run did with each column."""
-    from sdc_tasks.spec import columns_by_role
+    from sdc_tasks.pipeline.spec import columns_by_role
 
     return "columns: " + "; ".join(f"{role} {', '.join(map(str, cols))}"
                                    for role, cols in columns_by_role(accounting).items() if cols)
@@ -165,8 +163,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  tls_key: Optional[str] = TLS_KEY) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.evaluate import evaluate_paths
-    from sdc_tasks.release import json_text
+    from sdc_tasks.evaluation.measures import evaluate_paths
+    from sdc_tasks.pipeline.stages import json_text
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
@@ -214,9 +212,14 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.masking.apply import StepContext
     from sdc_tasks.masking.methods import apply_step
-    from sdc_tasks.masking.registry import METHODS, is_categorical, parse_category_orders, parse_cli_params, \
-        validate_params
-    from sdc_tasks.spec import column_accounting
+    from sdc_tasks.masking.registry import (
+        METHODS,
+        is_categorical,
+        parse_category_orders,
+        parse_cli_params,
+        validate_params,
+    )
+    from sdc_tasks.pipeline.spec import column_accounting
     from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
 
     with _reported("mask"):
@@ -275,8 +278,8 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                 tls_key: Optional[str] = TLS_KEY) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.compare import check_best_spec, load_grid, parse_limits
-    from sdc_tasks.compare_outputs import comparison, comparison_summary, write_release_spec
+    from sdc_tasks.comparison.outputs import comparison, comparison_summary, write_release_spec
+    from sdc_tasks.comparison.run import check_best_spec, load_grid, parse_limits
 
     with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)

@@ -13,8 +13,7 @@ import dask
 from distributed import Client, LocalCluster
 from distributed.security import Security
 
-from sdc_tasks.errors import withholding_worker_errors
-from sdc_tasks.io import InputError
+from sdc_tasks.errors import InputError, withholding_worker_errors
 
 LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",

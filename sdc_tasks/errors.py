@@ -21,19 +21,42 @@ WITHHELD = "details withheld: they may quote confidential values"
 _COLUMN = re.compile(r"Conversion failed for column (\S+) with type")  # pyarrow's names the column, then the value
 
 
-class StageFailed(RuntimeError):
+class SdcError(Exception):
+    """Base of every exception this package raises on purpose; its message is built from names and positions
+    (files, columns, parameters, record positions and ids), never from a value of the data."""
+
+
+class InputError(SdcError, ValueError):
+    """Bad input: the message names the file, column, record or parameter at fault."""
+
+
+class SpecError(SdcError, ValueError):
+    """An invalid release spec; the message names the field at fault."""
+
+
+class GridError(SdcError, ValueError):
+    """An invalid comparison grid; the message names the field at fault."""
+
+
+class ReleaseRefused(SdcError, RuntimeError):
+    """The release gate refused publication; the message names each measure, its value and its limit.
+    ``checks``: the gate's failing checks; ``result``: what the refused run produced (its summary), when known."""
+
+    def __init__(self, message: str, *, checks: tuple = (), result=None):
+        super().__init__(message)
+        self.checks = tuple(checks)
+        self.result = result
+
+
+class NoneWithinLimits(SdcError, RuntimeError):
+    """No configuration of the grid meets every risk limit; the message names the limits."""
+
+
+class StageFailed(SdcError, RuntimeError):
     """A stage failed inside a library; the message names the stage and the exception's type, never a value."""
 
 
-def own_errors() -> tuple[type[Exception], ...]:
-    """The exceptions whose messages we build from names and positions, and OSError (paths only)."""
-    from sdc_tasks.compare import GridError
-    from sdc_tasks.compare_outputs import NoneWithinLimits
-    from sdc_tasks.io import InputError
-    from sdc_tasks.release import GateRefused
-    from sdc_tasks.spec import SpecError
-
-    return InputError, SpecError, GridError, GateRefused, NoneWithinLimits, StageFailed, OSError
+OWN_ERRORS = (SdcError, OSError)  # our messages, and OSError (paths only; the flows retry on it)
 
 
 def reason_of(exc: Exception) -> str:
@@ -69,7 +92,7 @@ def value_free(stage: str) -> Iterator[None]:
     original). Usable as a decorator too."""
     try:
         yield
-    except own_errors():
+    except OWN_ERRORS:
         raise
     except Exception as exc:
         if raised_by_us(exc):

@@ -17,8 +17,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import special, stats
 
-from sdc_tasks.errors import reason_of
-from sdc_tasks.io import InputError
+from sdc_tasks.errors import InputError, reason_of
 from sdc_tasks.outputs import atomic_output_dir
 
 CENSUS_VARIABLES: tuple[str, ...] = (

@@ -18,11 +18,8 @@ import pyarrow.parquet as pq
 import yaml
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
+from sdc_tasks.errors import InputError
 from sdc_tasks.reserved import reserved_role
-
-
-class InputError(ValueError):
-    """Bad input: the message names the file, column, record or parameter at fault."""
 
 
 def detect_format(path: str | Path) -> str:

@@ -40,7 +40,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Iterator, Sequence
 
-from sdc_tasks.io import InputError
+from sdc_tasks.errors import InputError
 
 MARKER = ".sdc-output.json"
 MARKER_CONTENT = {"written_by": "sdc-pipeline"}

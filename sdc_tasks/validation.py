@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import offsets_of
-from sdc_tasks.io import InputError, read_input, read_table, read_with_ids, reader_reason
+from sdc_tasks.errors import InputError
+from sdc_tasks.io import read_input, read_table, read_with_ids, reader_reason
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"

@@ -16,11 +16,12 @@ import yaml
 from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
+from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import InputError, tree_checksums
+from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import MARKER
-from sdc_tasks.release import validate_input
-from sdc_tasks.spec import SpecError, load_spec, parse_spec
+from sdc_tasks.pipeline.spec import load_spec, parse_spec
+from sdc_tasks.pipeline.stages import validate_input
 
 runner = CliRunner()
 ROWS = 40
@@ -538,7 +539,8 @@ def test_column_named_like_an_internal_one(ws, small, no_cluster, name):
 
 
 def test_reserved_names_are_the_modules_own():
-    from sdc_tasks import blocking, linkage
+    from sdc_tasks import blocking
+    from sdc_tasks.evaluation import linkage
     from sdc_tasks.masking import categorical, postmask
     from sdc_tasks.metrics import categorical_risk
     from sdc_tasks.reserved import reserved_role

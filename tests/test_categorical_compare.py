@@ -12,10 +12,10 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sdc_tasks import compare as C
-from sdc_tasks import compare_outputs as O
-from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, categorical_ranking_table, scaled_ranks
 from sdc_tasks.cli import app
+from sdc_tasks.comparison import outputs as O
+from sdc_tasks.comparison import run as C
+from sdc_tasks.comparison.categorical_ranking import TABLE_3_COLUMNS, categorical_ranking_table, scaled_ranks
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.outputs import MARKER
 

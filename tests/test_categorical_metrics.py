@@ -13,14 +13,21 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.errors import InputError
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import InputError
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.categorical_loss import categorical_loss, loss_counts
-from sdc_tasks.metrics.categorical_risk import (COUNT, WEIGHT, combination_counts, compatible_totals,
-                                                individual_risk, kanonymity, risk_measures)
-from sdc_tasks.spec import families_for_measure
+from sdc_tasks.metrics.categorical_risk import (
+    COUNT,
+    WEIGHT,
+    combination_counts,
+    compatible_totals,
+    individual_risk,
+    kanonymity,
+    risk_measures,
+)
+from sdc_tasks.pipeline.spec import families_for_measure
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
 SUFFIX = "__masked"

@@ -11,10 +11,10 @@ import pytest
 from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
+from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import InputError
-from sdc_tasks.release import validate_input
-from sdc_tasks.spec import SpecError, load_spec, parse_spec
+from sdc_tasks.pipeline.spec import load_spec, parse_spec
+from sdc_tasks.pipeline.stages import validate_input
 
 MIXED = {
     "input": {"path": "testdata.csv"},

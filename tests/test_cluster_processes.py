@@ -21,10 +21,10 @@ from distributed import Client, get_task_stream
 from distributed.utils import key_split
 
 from flows.release import release
-from sdc_tasks import release as R
 from sdc_tasks.generate import bundled_path, write_synthetic
 from sdc_tasks.io import tree_checksums
-from sdc_tasks.spec import load_spec
+from sdc_tasks.pipeline import stages as R
+from sdc_tasks.pipeline.spec import load_spec
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

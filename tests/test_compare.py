@@ -13,15 +13,15 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sdc_tasks import compare as C
-from sdc_tasks import compare_outputs as O
 from sdc_tasks import report
 from sdc_tasks.cli import app
+from sdc_tasks.comparison import outputs as O
+from sdc_tasks.comparison import run as C
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import file_sha256
 from sdc_tasks.outputs import MARKER
+from sdc_tasks.pipeline.spec import load_spec
 from sdc_tasks.report import pareto_front
-from sdc_tasks.spec import load_spec
 
 CENSUS_KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
 CHAPTER = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "sdc_methods_comparison_chapter.txt"

@@ -34,12 +34,11 @@ from prefect.logging.handlers import APILogHandler
 from typer.testing import CliRunner
 
 import sdc_tasks.masking.methods
-import sdc_tasks.release
+import sdc_tasks.pipeline.stages
 from sdc_tasks.cli import app
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.errors import StageFailed, value_free
+from sdc_tasks.errors import InputError, StageFailed, value_free
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import InputError
 
 VARIABLES = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC", "POTHVAL", "INTVAL",
              "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"]
@@ -256,14 +255,14 @@ def quoting_failure(part: pd.DataFrame) -> pd.DataFrame:
 
 def failing_final_write(monkeypatch) -> None:
     """Make the release's last write (masked/) fail on the workers with ``quoting_failure``."""
-    write = sdc_tasks.release.write_parquet
+    write = sdc_tasks.pipeline.stages.write_parquet
 
     def write_parquet(ddf, path):
         """``write_parquet``, every partition of masked/ failing."""
         fails = Path(path).name == "masked"
         write(ddf.map_partitions(quoting_failure, meta=ddf._meta) if fails else ddf, path)
 
-    monkeypatch.setattr(sdc_tasks.release, "write_parquet", write_parquet)
+    monkeypatch.setattr(sdc_tasks.pipeline.stages, "write_parquet", write_parquet)
 
 
 @pytest.mark.parametrize("failure", ["type change between files", "injected library error"])

@@ -12,7 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.rankswap import rank_swap_column
 from sdc_tasks.metrics.pil import quantile_pil

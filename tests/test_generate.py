@@ -7,6 +7,7 @@ import pandas as pd
 import pytest
 
 from sdc_tasks import generate
+from sdc_tasks.errors import InputError
 from sdc_tasks.generate import (
     CENSUS_VARIABLES,
     bundled_path,
@@ -15,7 +16,6 @@ from sdc_tasks.generate import (
     synthetic_chunk,
     write_synthetic,
 )
-from sdc_tasks.io import InputError
 
 ROWS, PER_FILE, SEED, STRATA = 2500, 1000, 7, 4
 

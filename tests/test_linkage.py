@@ -13,8 +13,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_tasks import linkage
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation import linkage
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.metrics.spatial_blocks import make_cell, sample_mask, split_tree
 
 TOL = 1e-9
@@ -219,7 +219,7 @@ def brute_force_published_pld(x: np.ndarray, xm: np.ndarray, keys: int, threshol
     """PLDpub_i (percent), i = 1..keys, over every (masked, original) pair: binary agreement abs(x' - x) / sd <=
     threshold per key, m and u by the project's EM (tested against recordlinkage in test_pld.py) on all pairs'
     patterns, each masked record taking its maximum-weight originals, 1/t credit among t tied."""
-    from sdc_tasks.linkage import PLDPUB_EM_MAX_ITER, PLDPUB_EM_TOL
+    from sdc_tasks.evaluation.linkage import PLDPUB_EM_MAX_ITER, PLDPUB_EM_TOL
     from sdc_tasks.metrics.pld import fit_fellegi_sunter
 
     sd = x.std(axis=0)

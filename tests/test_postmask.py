@@ -13,12 +13,20 @@ import pandas as pd
 import pytest
 from scipy.spatial import cKDTree
 
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.kdtree import kd_tree, nearest_records
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
-from sdc_tasks.kdtree import kd_tree, nearest_records
-from sdc_tasks.masking.postmask import (il1, il1_contributions, moment_sums, monomials,
-                                        objective, post_mask, random_start, with_nearest_ids)
+from sdc_tasks.masking.postmask import (
+    il1,
+    il1_contributions,
+    moment_sums,
+    monomials,
+    objective,
+    post_mask,
+    random_start,
+    with_nearest_ids,
+)
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.randomness import rng_for
 

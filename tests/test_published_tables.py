@@ -14,7 +14,7 @@ import dask.dataframe as dd
 import numpy as np
 import pytest
 
-from sdc_tasks.evaluate import evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.masking.md import md_microaggregate_block
 from sdc_tasks.masking.univariate import individual_ranking
 

@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdc_tasks.errors import ReleaseRefused
 from sdc_tasks.generate import CENSUS_VARIABLES, bundled_path
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import MARKER
-from sdc_tasks.release import GateRefused
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
@@ -110,7 +110,7 @@ def test_rerun_gives_identical_files(published, tmp_path):
                                             ({"PLD": 5.0, "DLD": 99.0}, r"PLD = [0-9.]+ > limit 5 ")])
 def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, message):
     spec = write_spec(tmp_path, gate={"max": limits})
-    with pytest.raises(GateRefused, match=message):
+    with pytest.raises(ReleaseRefused, match=message):
         run(spec)
     out = tmp_path / "release"
     assert not (out / "masked").exists()

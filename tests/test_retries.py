@@ -10,9 +10,10 @@ import yaml
 from distributed import LocalCluster
 
 import flows.release as F
-from sdc_tasks import release as R
+from sdc_tasks.errors import InputError
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import InputError, tree_checksums
+from sdc_tasks.io import tree_checksums
+from sdc_tasks.pipeline import stages as R
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

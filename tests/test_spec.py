@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from sdc_tasks.errors import SpecError
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.spec import SpecError, load_spec, parse_spec
+from sdc_tasks.pipeline.spec import load_spec, parse_spec
 
 BASE = {
     "input": {"path": "census.csv"},

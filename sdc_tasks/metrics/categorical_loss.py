@@ -16,7 +16,7 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.io import InputError
+from sdc_tasks.errors import InputError
 
 MISSING_CODE = -np.inf
 MISSING_TEXT = "\x00missing"

@@ -15,10 +15,12 @@ from itertools import combinations
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.io import InputError
+from sdc_tasks.errors import InputError
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.categorical_loss import MISSING_CODE, MISSING_TEXT, canonical
-from sdc_tasks.reserved import COUNT_COL as COUNT, MASKED_ROW, ORIGINAL_ROW, PATTERN_COL, WEIGHT_COL as WEIGHT
+from sdc_tasks.reserved import COUNT_COL as COUNT
+from sdc_tasks.reserved import MASKED_ROW, ORIGINAL_ROW, PATTERN_COL
+from sdc_tasks.reserved import WEIGHT_COL as WEIGHT
 
 KANON_KS = (2, 3, 5)
 RISK_THRESHOLD = 0.1

@@ -14,11 +14,16 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
-from sdc_tasks.io import InputError
-from sdc_tasks.linkage import EM_MAX_ITER, MASKED_SUFFIX
+from sdc_tasks.errors import InputError
+from sdc_tasks.evaluation.linkage import EM_MAX_ITER, MASKED_SUFFIX
 from sdc_tasks.metrics.categorical_loss import add_counts, canonical, categorical_loss, loss_counts, value_counts
-from sdc_tasks.metrics.categorical_risk import (add_combinations, categorical_linkage, combination_counts,
-                                                kanonymity, risk_measures)
+from sdc_tasks.metrics.categorical_risk import (
+    add_combinations,
+    categorical_linkage,
+    combination_counts,
+    kanonymity,
+    risk_measures,
+)
 from sdc_tasks.stats.moments import tree_merge
 
 CATEGORICAL_FAMILIES = ("cat_il", "cat_risk")

@@ -1,7 +1,7 @@
 """Method comparison after sdc_methods_comparison_chapter.txt (chapter 6) sec. 2-4: every (method, parameters)
 of a grid masks the same file, each masked file is evaluated (IL, DLD, PLD, ID, PIL, score), and the
 configurations are ranked as in Table 1. A categorical grid (sec. 5) runs categorical methods on named variable
-sets, evaluates them with the categorical families and is ranked as Table 3 (sdc_tasks.categorical_ranking).
+sets, evaluates them with the categorical families and is ranked as Table 3 (sdc_tasks.comparison.categorical_ranking).
 
 Parallelism follows the file's size (``parallel_mode``): a small file (the Census file, 1,080 records) runs
 one configuration per Dask task with the synchronous scheduler inside the task, so the configurations run
@@ -24,15 +24,15 @@ import dask
 import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES
-from sdc_tasks.errors import reason_of
-from sdc_tasks.evaluate import FAMILIES, evaluate
-from sdc_tasks.io import InputError, read_table, read_with_ids, yaml_document
-from sdc_tasks.metrics.finite import finite_measure
+from sdc_tasks.errors import GridError, InputError, reason_of
+from sdc_tasks.evaluation.categorical import CATEGORICAL_FAMILIES
+from sdc_tasks.evaluation.measures import FAMILIES, evaluate
+from sdc_tasks.io import read_table, read_with_ids, yaml_document
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
-from sdc_tasks.spec import families_for_measure
+from sdc_tasks.metrics.finite import finite_measure
+from sdc_tasks.pipeline.spec import families_for_measure
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
@@ -50,9 +50,6 @@ MEASURE_ALIASES = {"Score": "score", "Risk": "risk"}
 # setup the published Table 1 was computed with ("published", docs/reproduction.md)
 RISK_SETUPS = {"metrics": ("DLD", "PLD"), "published": ("DLDpub", "PLDpub")}
 
-
-class GridError(ValueError):
-    """An invalid comparison grid; the message names the field at fault."""
 
 
 class _Strict(BaseModel):
@@ -490,7 +487,7 @@ def release_families(limits: dict[str, float]) -> list[str]:
 
 def release_spec(source: CompareInput, result: ConfigurationResult, limits: dict[str, float], grid: Grid,
                  output_dir: str) -> dict:
-    """A release spec (sdc_tasks/spec.py) applying the chosen configuration to the compared file, with the
+    """A release spec (sdc_tasks/pipeline/spec.py) applying the chosen configuration to the compared file, with the
     limits as its release gate (the risk axis is no metrics.json key and is left out of the gate)."""
     return {
         "name": f"{grid.name}-{result.config.label}",

@@ -18,12 +18,13 @@ import dask.dataframe as dd
 import numpy as np
 
 from sdc_tasks import __version__
-from sdc_tasks.evaluate import evaluate
-from sdc_tasks.io import InputError, parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
+from sdc_tasks.errors import InputError
+from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.io import parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
-from sdc_tasks.spec import ReleaseSpec
+from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import fewest_records, load_checked
 
@@ -31,9 +32,6 @@ MASKED_DIR = "masked"
 WORK_DIR = "_work"
 VERSIONED_PACKAGES = ("sdc-pipeline", "dask", "distributed", "pandas", "numpy", "pyarrow", "scipy", "prefect")
 
-
-class GateRefused(RuntimeError):
-    """The release gate refused publication; the message names each measure, its value and its limit."""
 
 
 def load_original(spec: ReleaseSpec) -> dd.DataFrame:

@@ -11,6 +11,7 @@ from typing import Any, Iterable, Literal, Mapping
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from sdc_tasks.cluster import TlsFiles, check_tls_settings
+from sdc_tasks.errors import SpecError
 from sdc_tasks.io import yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
@@ -60,9 +61,6 @@ def _either(names: Iterable[str]) -> str:
     *rest, last = names
     return f"{', '.join(rest)} or {last}" if rest else last
 
-
-class SpecError(ValueError):
-    """An invalid release spec; the message names the field at fault."""
 
 
 class _Strict(BaseModel):

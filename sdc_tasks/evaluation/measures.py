@@ -17,16 +17,24 @@ import numpy as np
 import pandas as pd
 from scipy.spatial import cKDTree
 
-from sdc_tasks.categorical_graphs import CATEGORICAL_FAMILIES, categorical_measures, check_categorical
-from sdc_tasks.io import InputError, add_row_ids
+from sdc_tasks.errors import InputError
+from sdc_tasks.evaluation.categorical import CATEGORICAL_FAMILIES, categorical_measures, check_categorical
+from sdc_tasks.evaluation.linkage import (
+    DEFAULT_CELL_ROWS,
+    MASKED_SUFFIX,
+    PLD_CELL_ROWS,
+    gathered,
+    linkage_graph,
+    probabilistic_linkage_graph,
+    published_linkage_graph,
+    published_probabilistic_linkage_graph,
+)
+from sdc_tasks.io import add_row_ids
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures, quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
-from sdc_tasks.linkage import (DEFAULT_CELL_ROWS, MASKED_SUFFIX, PLD_CELL_ROWS, gathered, linkage_graph,
-                              probabilistic_linkage_graph, published_linkage_graph,
-                              published_probabilistic_linkage_graph)
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import frames_moments, tree_merge
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns

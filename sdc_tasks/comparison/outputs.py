@@ -14,21 +14,32 @@ import pandas as pd
 import yaml
 
 from sdc_tasks import report as R
-from sdc_tasks.categorical_ranking import TABLE_3_COLUMNS, best_in_table, categorical_ranking_table
-from sdc_tasks.compare import (RISK_SETUPS, CompareInput, ConfigurationResult, Grid, best_result,
-                               check_best_spec, check_risk_setup, load_grid, parallel_mode, prepare_input,
-                               ranking_score, ranking_table, release_spec, run_grid)
+from sdc_tasks.comparison.categorical_ranking import TABLE_3_COLUMNS, best_in_table, categorical_ranking_table
+from sdc_tasks.comparison.run import (
+    RISK_SETUPS,
+    CompareInput,
+    ConfigurationResult,
+    Grid,
+    best_result,
+    check_best_spec,
+    check_risk_setup,
+    load_grid,
+    parallel_mode,
+    prepare_input,
+    ranking_score,
+    ranking_table,
+    release_spec,
+    run_grid,
+)
+from sdc_tasks.errors import NoneWithinLimits
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
-from sdc_tasks.release import write_json
-from sdc_tasks.spec import load_spec, parse_spec
+from sdc_tasks.pipeline.spec import load_spec, parse_spec
+from sdc_tasks.pipeline.stages import write_json
 
 TABLE_1_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank")
 FILES = {"parquet": "ranking.parquet", "csv": "ranking.csv", "markdown": "ranking.md", "html": "report.html",
          "ru_map": R.RU_MAP_NAME, "metrics": "metrics.json", "grid": "grid.yaml"}
 
-
-class NoneWithinLimits(RuntimeError):
-    """No configuration of the grid meets every risk limit; the message names the limits."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +67,7 @@ def risk_label(risk_setup: str = "metrics") -> str:
 
 def ru_points(results: list[ConfigurationResult]) -> list[dict]:
     """One R-U point per configuration, in grid order: IL against the risk axis (0.25 DLD + 0.25 PLD + 0.5 ID,
-    the score's risk half; sdc_tasks.compare.risk), grouped by method family for the map's markers."""
+    the score's risk half; sdc_tasks.comparison.run.risk), grouped by method family for the map's markers."""
     return [{"label": r.config.label, "il": r.metrics["IL"], "dr": r.metrics["risk"], "group": r.config.family}
             for r in results]
 

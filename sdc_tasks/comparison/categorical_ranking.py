@@ -8,7 +8,7 @@ import json
 
 import pandas as pd
 
-from sdc_tasks.compare import RANK_DIGITS, ConfigurationResult
+from sdc_tasks.comparison.run import RANK_DIGITS, ConfigurationResult
 
 # Table 3's measure columns and the metrics.json keys behind them (docs/categorical.md)
 MEASURE_KEYS = {"PLD": "PLD_cat", "Dist": "Dist", "CTBIL": "CTBIL", "ACTBIL": "ACTBIL", "EBILRF": "EBIL_RF",

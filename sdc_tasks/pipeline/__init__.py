@@ -1,0 +1,1 @@
+"""The release pipeline as library functions (no Prefect): the spec, the stages, the gate and the release summary."""
