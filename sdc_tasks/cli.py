@@ -14,6 +14,7 @@ import typer
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
 from sdc_tasks.io import write_parquet
+from sdc_tasks.masking.registry import method_help, param_help
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
@@ -182,16 +183,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
 @app.command("mask")
 def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
-             method: str = typer.Option(..., help="masking method: mdav, mdav_variable, mic_ir, mic_optimal, "
-                                        "mic_z, mic_pcp, rankswap, noise, resample, rescale, distr, jpeg, "
-                                        "postmask, synthetic_postmask; categorical: top_coding, bottom_coding, "
-                                        "global_recoding, pram, local_suppression"),
-             param: list[str] = typer.Option([], help="method parameter name=value (repeatable): k, group_size, "
-                                             "block_size, gamma (microaggregation); p (rankswap, noise); "
-                                             "correlated, linear_transform (noise); t (resample); q (jpeg); "
-                                             "p, q, target_e, max_iter (postmask); p (top_coding, "
-                                             "bottom_coding, global_recoding); theta (pram); k "
-                                             "(local_suppression)"),
+             method: str = typer.Option(..., help=method_help()),
+             param: list[str] = typer.Option([], help=param_help()),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated, never the id or "
                                                 "strata column (default: all numeric columns but the id and strata, "
                                                 "refused if a column left out mostly holds numbers or true/false; "

@@ -1,166 +1,188 @@
-"""The masking method registry: one name, one parameter model and one call shape per method."""
+"""The masking method registry: one row per method (its parameter model, shape, flags, source, summary and
+example parameters), and what is generated from it: the method catalogue of the Python API, the ``sdc mask``
+help texts and docs/methods.md."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Literal
+import types
+from dataclasses import dataclass, field
+from typing import Any, Literal, Union, get_args, get_origin
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import ValidationError
 
+from sdc_tasks.masking.params import (
+    CodingParams,
+    GlobalRecodingParams,
+    JpegParams,
+    LocalSuppressionParams,
+    MdavParams,
+    MdavVariableParams,
+    NoiseParams,
+    NoParams,
+    Params,
+    PostMaskParams,
+    PramParams,
+    ProjectedParams,
+    RankSwapParams,
+    ResampleParams,
+    SyntheticPostMaskParams,
+    UnivariateParams,
+)
 
-class _Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-DEFAULT_BLOCK_SIZE = 12_000
-
-
-class MdavParams(_Params):
-    """MDAV microaggregation (statistical_databases_survey.txt, Microaggregation) and MD, its predecessor (the
-    chapter's Mic2mul..Micmul, sdc_tasks.masking.md)."""
-
-    k: int = Field(ge=2, description="minimum group size")
-    group_size: int | None = Field(default=None, ge=1, description="attributes microaggregated together (None: all)")
-    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block (>= 2k)")
-
-
-class MdavVariableParams(MdavParams):
-    """Variable group size microaggregation, groups of k..2k-1 (V-MDAV)."""
-
-    gamma: float = Field(default=0.2, ge=0, description="group extension threshold")
-
-
-class UnivariateParams(_Params):
-    """Univariate microaggregation of each variable: MicIR (chapter sec. 2) or optimal (Hansen-Mukherjee)."""
-
-    k: int = Field(ge=2, description="minimum group size")
-
-
-class ProjectedParams(UnivariateParams):
-    """Microaggregation on a projection: MicZ (z-scores) or MicPCP (first principal component)."""
-
-    block_size: int = Field(default=100_000, ge=2, description="records per block; blocks hold whole groups")
-
-
-class RankSwapParams(_Params):
-    """Rank swapping (statistical_databases_survey.txt, Data swapping and rank swapping)."""
-
-    p: float = Field(gt=0, le=100, description="largest rank displacement, percent of the swap scope's size")
-
-
-class NoiseParams(_Params):
-    """Additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method."""
-
-    p: float = Field(gt=0, description="noise sd as a fraction of each variable's sd")
-    correlated: bool = False
-    linear_transform: bool = False
-
-
-class ResampleParams(_Params):
-    """Resampling with t samples (chapter sec. 2)."""
-
-    t: int = Field(ge=1, description="number of samples averaged")
-
-
-class NoParams(_Params):
-    """A method without parameters (Distr; rescale)."""
-
-
-class JpegParams(_Params):
-    """JPEG lossy compression of the file as a greyscale image (chapter sec. 2)."""
-
-    q: int = Field(ge=1, le=100, description="JPEG quality, percent")
-
-
-class SyntheticPostMaskParams(_Params):
-    """Post-masking optimization from a random start, q = 1 (post_masking_optimization.txt sec. 5)."""
-
-    p: float = Field(gt=0, description="target IL1 as a multiple of the starting IL1 (expr. (8))")
-    target_e: float = Field(ge=0, description="stop once the moment error E (expr. (7)) is below this")
-    max_iter: int = Field(default=1_000_000, ge=0, description="most perturbations tried per block")
-    perturbation_sd: float = Field(default=0.1, gt=0, description="sd of one perturbation, in original sds")
-    order: int = Field(default=2, ge=1, description="moments restored up to this order m (sec. 5)")
-    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block")
-
-
-class PostMaskParams(SyntheticPostMaskParams):
-    """Post-masking optimization, Algorithm 1 (post_masking_optimization.txt sec. 3)."""
-
-    q: float = Field(gt=0, le=1, description="share of records perturbed: those contributing most to IL1")
-    correspondence: Literal["nearest", "id"] = Field(
-        default="nearest", description="IL1 against the nearest original record (paper) or the record's own")
-
-
-class CodingParams(_Params):
-    """Top or bottom coding: the last (first) p categories of an ordinal variable recoded into one
-    (sdc_methods_comparison_chapter.txt sec. 2, Top-coding, Bottom-coding)."""
-
-    p: int = Field(ge=1, description="number of categories recoded into one")
-
-
-class GlobalRecodingParams(_Params):
-    """Global recoding of the p lowest-frequency categories into one (chapter sec. 2, Global recoding)."""
-
-    p: int = Field(ge=1, description="number of lowest-frequency categories recoded into one")
-
-
-class PramParams(_Params):
-    """PRAM with the Kooiman et al. Markov matrix (chapter sec. 2, Post-Randomization Method)."""
-
-    theta: float = Field(gt=0, lt=1, description="the matrix parameter theta, 0 < theta < 1 (chapter's p = 100 theta)")
-
-
-class LocalSuppressionParams(_Params):
-    """Local suppression to k-anonymity on the key variables (statistical_databases_survey.txt, Local
-    suppression; k-anonymity)."""
-
-    k: int = Field(ge=2, description="every combination of the key variables must occur at least k times")
+SHAPES = {
+    "blocked": "per data-driven block: records sorted on a key computed from the data (principal axes, z-score "
+               "sum or id) and cut into blocks",
+    "column": "one variable at a time over its whole scope (the file, or each stratum), exactly",
+    "record": "record by record, with statistics of the whole file",
+    "categorical": "exact category or key-combination counts per scope, then each partition's records mapped",
+}
 
 
 @dataclass(frozen=True)
 class Method:
-    """A registered masking method; ``after_masking``: a step that moves an already masked file toward the
-    original records' statistics, so it needs those records (a release's input, or ``sdc mask --original``);
-    ``kind``: the variables it masks, "continuous" or "categorical"; ``ordinal``: categorical methods that
-    need an order of the categories; ``on_keys``: a method whose variables default to the categorical keys."""
+    """A registered masking method.
+
+    ``shape``: how it runs (``SHAPES``); its ``kind`` follows: "categorical" for the categorical shape,
+    "continuous" otherwise. ``after_masking``: a step that moves an already masked file toward the original
+    records' statistics, so it needs those records (a release's input, or ``sdc mask --original``);
+    ``ordinal``: a categorical method that needs an order of the categories; ``on_keys``: a method whose
+    variables default to the categorical keys. ``source``: the section of the source paper it follows;
+    ``example``: small valid parameters (usable on a file of a few hundred records); ``scaling``: how it
+    runs at scale."""
 
     name: str
-    params: type[_Params]
+    params: type[Params]
+    shape: Literal["blocked", "column", "record", "categorical"]
     summary: str
+    source: str
+    example: dict[str, Any] = field(default_factory=dict)
+    scaling: str = ""
     after_masking: bool = False
-    kind: Literal["continuous", "categorical"] = "continuous"
     ordinal: bool = False
     on_keys: bool = False
 
+    @property
+    def kind(self) -> Literal["continuous", "categorical"]:
+        """The variables it masks: "categorical" or "continuous"."""
+        return "categorical" if self.shape == "categorical" else "continuous"
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("mdav", MdavParams, "MDAV fixed-size multivariate microaggregation, blocked"),
-    Method("md", MdavParams, "MD fixed-size multivariate microaggregation, the two most distant records seed each "
-           "pair of groups (chapter 6 Table 1's Mic2mul..Micmul), blocked"),
-    Method("mdav_variable", MdavVariableParams, "variable group size (k..2k-1) microaggregation, blocked"),
-    Method("mic_ir", UnivariateParams, "individual ranking microaggregation (MicIR), exact per variable"),
-    Method("mic_optimal", UnivariateParams, "optimal univariate microaggregation (Hansen-Mukherjee), exact"),
-    Method("mic_z", ProjectedParams, "microaggregation on the z-scores projection (MicZ), exact"),
-    Method("mic_pcp", ProjectedParams, "microaggregation on the first principal component (MicPCP), exact"),
-    Method("rankswap", RankSwapParams, "rank swapping (Moore 1996), exact within each scope"),
-    Method("noise", NoiseParams, "additive noise, uncorrelated or correlated, optionally Kim's transformation"),
-    Method("resample", ResampleParams, "resampling with t samples, exact per variable"),
-    Method("rescale", NoParams, "rescale to the original means and variances (pil_measures sec. 5)",
-           after_masking=True),
-    Method("distr", NoParams, "best-fitting distribution per variable, rank preserving"),
-    Method("jpeg", JpegParams, "JPEG compression of the file as a greyscale image, tiles in id order"),
-    Method("postmask", PostMaskParams, "post-masking optimization: restore the original moments, IL1 near p x",
-           after_masking=True),
-    Method("synthetic_postmask", SyntheticPostMaskParams, "synthetic data by post-masking optimization"),
-    Method("top_coding", CodingParams, "top coding: the last p categories of an ordinal variable into one",
-           kind="categorical", ordinal=True),
-    Method("bottom_coding", CodingParams, "bottom coding: the first p categories of an ordinal variable into one",
-           kind="categorical", ordinal=True),
-    Method("global_recoding", GlobalRecodingParams, "global recoding of the p lowest-frequency categories into one",
-           kind="categorical"),
-    Method("pram", PramParams, "PRAM with the Kooiman et al. matrix, draws keyed by record id", kind="categorical"),
-    Method("local_suppression", LocalSuppressionParams, "local suppression of key values to k-anonymity, greedy",
-           kind="categorical", on_keys=True),
+    Method("mdav", MdavParams, "blocked",
+           "MDAV fixed-size multivariate microaggregation: each pair of groups seeded by the record farthest "
+           "from the average record and the record farthest from it",
+           "statistical_databases_survey.txt, Microaggregation (MDAV)",
+           {"k": 3, "block_size": 100},
+           "per data-driven block: records sorted on the first principal axis and cut into slabs, slabs sorted "
+           "on the second axis and cut into blocks; SSE/SST 1.022 x global MDAV at 1e5 "
+           "(benchmarks/blocked_mdav_quality.py)"),
+    Method("md", MdavParams, "blocked",
+           "MD fixed-size multivariate microaggregation, MDAV's predecessor: each pair of groups seeded by the "
+           "two most distant records left; the chapter's Mic2mul..Micmul (reproduces Table 1's IL and DLD, "
+           "docs/reproduction.md)",
+           "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (Mic2mul k .. Micmul k; Domingo-Ferrer "
+           "and Mateo-Sanz 2002)",
+           {"k": 3, "block_size": 100},
+           "per block, as mdav; the most distant pair from cached upper bounds made exact on demand: 1-3 s per "
+           "12,000-record block and attribute group (MDAV 0.03-0.5 s)"),
+    Method("mdav_variable", MdavVariableParams, "blocked",
+           "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
+           "statistical_databases_survey.txt, Microaggregation (variable group size); Solanas and "
+           "Martinez-Balleste 2006 (V-MDAV)",
+           {"k": 3, "block_size": 100},
+           "per block, as mdav"),
+    Method("mic_ir", UnivariateParams, "column",
+           "individual ranking microaggregation (MicIR): each variable sorted and cut into groups of k",
+           "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicIR k)",
+           {"k": 3},
+           "exact, one variable at a time"),
+    Method("mic_optimal", UnivariateParams, "column",
+           "optimal univariate microaggregation (Hansen-Mukherjee): least SSE groups of k..2k-1 per variable",
+           "statistical_databases_survey.txt, Microaggregation (ref. [22], Hansen and Mukherjee 2003)",
+           {"k": 3},
+           "exact, one variable at a time"),
+    Method("mic_z", ProjectedParams, "blocked",
+           "microaggregation on the z-scores projection (MicZ): groups of k along the sum of z-scores",
+           "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicZ k)",
+           {"k": 3, "block_size": 90},
+           "blocks hold whole groups of k along the projection: equal to the whole-file method"),
+    Method("mic_pcp", ProjectedParams, "blocked",
+           "microaggregation on the first principal component (MicPCP): groups of k along its scores",
+           "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicPCP k)",
+           {"k": 3, "block_size": 90},
+           "blocks hold whole groups of k along the projection: equal to the whole-file method"),
+    Method("rankswap", RankSwapParams, "column",
+           "rank swapping (Moore 1996): each value swapped with one at most p percent of the records away in rank",
+           "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
+           "swapping and rank swapping",
+           {"p": 10},
+           "exact, one variable at a time per scope"),
+    Method("noise", NoiseParams, "record",
+           "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
+           "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "
+           "Additive noise",
+           {"p": 0.1},
+           "per record; draws keyed by (seed, step, variable, record id)"),
+    Method("resample", ResampleParams, "column",
+           "resampling: the average of the order statistics of t samples drawn with replacement, rank preserving",
+           "sdc_methods_comparison_chapter.txt sec. 2, Resampling",
+           {"t": 3},
+           "exact, one variable at a time"),
+    Method("rescale", NoParams, "record",
+           "rescaling to the original records' means and variances; a step after any method",
+           "pil_measures.txt sec. 5 (the rescaling transformation)",
+           {},
+           "per record", after_masking=True),
+    Method("distr", NoParams, "column",
+           "data distortion by probability distribution: the best-fitting distribution per variable, rank "
+           "preserving",
+           "sdc_methods_comparison_chapter.txt sec. 2, Data distortion by probability distribution (Distr)",
+           {},
+           "one variable at a time"),
+    Method("jpeg", JpegParams, "blocked",
+           "lossy compression: the file as a greyscale image, JPEG at quality q",
+           "sdc_methods_comparison_chapter.txt sec. 2, Lossy compression (JPEG q)",
+           {"q": 50},
+           "tiles of 65,496 records in id order"),
+    Method("postmask", PostMaskParams, "blocked",
+           "post-masking optimization: hill climbing that restores the original's moments while holding IL1 "
+           "near p x the input's; a step after any method",
+           "post_masking_optimization.txt sec. 3.2 (Algorithm 1)",
+           {"p": 0.8, "q": 0.4, "target_e": 0.01, "max_iter": 5000},
+           "per data-driven block against the original records of the same ids, each block targeting its own "
+           "originals' moments; random streams keyed by (seed, step, block)", after_masking=True),
+    Method("synthetic_postmask", SyntheticPostMaskParams, "blocked",
+           "synthetic data: the post-masking hill climbing from a random start with q = 1",
+           "post_masking_optimization.txt sec. 5 (Synthetic microdata generation)",
+           {"p": 0.3, "target_e": 0.02, "max_iter": 5000},
+           "as postmask"),
+    Method("top_coding", CodingParams, "categorical",
+           "top coding: the last p categories of an ordinal variable recoded into one",
+           "sdc_methods_comparison_chapter.txt sec. 2, Top-coding",
+           {"p": 2},
+           "category order declared or the sorted values; mapping applied per partition", ordinal=True),
+    Method("bottom_coding", CodingParams, "categorical",
+           "bottom coding: the first p categories of an ordinal variable recoded into one",
+           "sdc_methods_comparison_chapter.txt sec. 2, Bottom-coding",
+           {"p": 2},
+           "category order declared or the sorted values; mapping applied per partition", ordinal=True),
+    Method("global_recoding", GlobalRecodingParams, "categorical",
+           "global recoding: the p lowest-frequency categories recoded into one, ties by category order",
+           "sdc_methods_comparison_chapter.txt sec. 2, Global recoding",
+           {"p": 2},
+           "exact frequencies per scope by a Dask groupby tree reduction, then per partition"),
+    Method("pram", PramParams, "categorical",
+           "PRAM with the Kooiman et al. Markov matrix",
+           "sdc_methods_comparison_chapter.txt sec. 2, Post-Randomization Method (PRAM)",
+           {"theta": 0.5},
+           "frequencies by tree reduction; per record, the draw keyed by (seed, step, variable, record id)"),
+    Method("local_suppression", LocalSuppressionParams, "categorical",
+           "local suppression: key values set to missing until every combination of the keys occurs at least "
+           "k times (greedy)",
+           "statistical_databases_survey.txt, Local suppression; k-anonymity",
+           {"k": 3},
+           "combination counts by a Dask groupby, suppressions decided on that table, applied per partition",
+           on_keys=True),
 )}
 
 
@@ -221,3 +243,145 @@ def _scalar(raw: str) -> Any:
             pass
     return {"true": True, "false": False, "none": None, "null": None}.get(raw.lower(), raw)
 
+
+# ---- the catalogue of the Python API ----
+
+
+@dataclass(frozen=True)
+class ParamInfo:
+    """One parameter of a method: name, type (as written in Python), default (None when required),
+    whether it is required, description, and bounds ("" for none; e.g. ">= 2", "> 0, <= 100", ">= 2k")."""
+
+    name: str
+    type: str
+    default: Any
+    required: bool
+    description: str
+    bounds: str
+
+
+@dataclass(frozen=True)
+class MethodInfo:
+    """One masking method as the Python API lists it (see ``Method`` for the meaning of the fields)."""
+
+    name: str
+    kind: str
+    shape: str
+    summary: str
+    source: str
+    params: list[ParamInfo]
+    example: dict[str, Any]
+    after_masking: bool
+    ordinal: bool
+
+
+def _type_name(annotation: Any) -> str:
+    """A parameter's type as written in Python: ``int``, ``int | None``, ``'nearest' | 'id'``."""
+    if get_origin(annotation) is Literal:
+        return " | ".join(repr(a) for a in get_args(annotation))
+    if get_origin(annotation) in (Union, types.UnionType):
+        return " | ".join(_type_name(a) for a in get_args(annotation))
+    return "None" if annotation is type(None) else annotation.__name__
+
+
+def _bounds(model: type[Params], name: str) -> str:
+    """The bounds of one parameter, from its model's constraints and the 2k rule of ``validate_params``."""
+    ops = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
+    parts = [f"{symbol} {getattr(c, attr)}" for c in model.model_fields[name].metadata for attr, symbol in ops
+             if getattr(c, attr, None) is not None]
+    if name == "block_size" and "k" in model.model_fields:
+        parts.append(">= 2k")
+    return ", ".join(parts)
+
+
+def param_infos(method: str) -> list[ParamInfo]:
+    """The parameters of a registered method, in the order of its model."""
+    model = METHODS[method].params
+    return [ParamInfo(name, _type_name(f.annotation), None if f.is_required() else f.default, f.is_required(),
+                      f.description or "", _bounds(model, name)) for name, f in model.model_fields.items()]
+
+
+def method_catalogue() -> list[MethodInfo]:
+    """One record per registered method, in registry order: name, kind, shape, summary, source, parameters
+    (defaults, descriptions, bounds), example parameters and flags."""
+    return [MethodInfo(m.name, m.kind, m.shape, m.summary, m.source, param_infos(m.name), dict(m.example),
+                       m.after_masking, m.ordinal) for m in METHODS.values()]
+
+
+# ---- texts generated from the table: CLI help, docs/methods.md ----
+
+
+def method_help() -> str:
+    """The help of ``sdc mask --method``: every registered method, the continuous ones first."""
+    names = {kind: [m.name for m in METHODS.values() if m.kind == kind] for kind in ("continuous", "categorical")}
+    return f"masking method: {', '.join(names['continuous'])}; categorical: {', '.join(names['categorical'])}"
+
+
+def param_help() -> str:
+    """The help of ``sdc mask --param``: each method's parameter names, methods with the same names together."""
+    by_names: dict[tuple[str, ...], list[str]] = {}
+    for m in METHODS.values():
+        by_names.setdefault(tuple(m.params.model_fields), []).append(m.name)
+    listed = "; ".join(f"{', '.join(methods)}: {', '.join(names)}" for names, methods in by_names.items() if names)
+    return f"method parameter name=value (repeatable): {listed} (defaults and bounds: docs/methods.md)"
+
+
+def example_option(method: str) -> str:
+    """The example parameters of a method as ``sdc mask`` options (``--param k=3 ...``)."""
+    return " ".join(f"--param {name}={str(value).lower() if isinstance(value, bool) else value}"
+                    for name, value in METHODS[method].example.items())
+
+
+def _cell(text: str) -> str:
+    """``text`` for a Markdown table cell: its pipes escaped."""
+    return text.replace("|", "\\|")
+
+
+def _markdown_default(p: ParamInfo) -> str:
+    """A parameter's default as docs/methods.md writes it."""
+    return "required" if p.required else f"`{p.default}`"
+
+
+def methods_markdown() -> str:
+    """docs/methods.md: the table of methods and, per method, its parameters, as generated from the registry."""
+    lines = [
+        "# Masking methods",
+        "",
+        "Generated from the method registry (`sdc_tasks/masking/registry.py`); do not edit by hand. After changing",
+        "the registry, regenerate it from the repository root with",
+        "",
+        "```",
+        "python -c \"from sdc_tasks.masking.registry import methods_markdown; print(methods_markdown(), end='')\" "
+        "> docs/methods.md",
+        "```",
+        "",
+        "(`tests/test_method_registry.py` fails while this file differs from what the registry generates.) Every",
+        "method is a step of a release spec and `sdc mask --method NAME`; any method runs within strata when a",
+        "strata column is named.",
+        "",
+        "| method | kind | shape | parameters (default; bounds) | source |",
+        "|---|---|---|---|---|",
+    ]
+    for m in METHODS.values():
+        params = "<br>".join(f"`{p.name}` ({'; '.join(x for x in (_markdown_default(p), p.bounds) if x)})"
+                             for p in param_infos(m.name)) or "none"
+        lines.append(f"| `{m.name}` | {m.kind} | {m.shape} | {params} | {m.source} |")
+    lines += ["", "Shapes:", ""] + [f"- {shape}: {text}." for shape, text in SHAPES.items()]
+    for m in METHODS.values():
+        lines += ["", f"## `{m.name}`", "", f"{m.summary[0].upper()}{m.summary[1:]}.", "", f"Source: {m.source}.",
+                  "", f"How it runs: {m.scaling}."]
+        flags = [text for flag, text in ((m.after_masking, "needs the original records (a release's input, or "
+                                          "`sdc mask --original`)"), (m.ordinal, "needs an order of the "
+                                          "categories (declared, or the sorted values)"),
+                                         (m.on_keys, "its variables default to the categorical key variables"))
+                 if flag]
+        if flags:
+            lines += ["", f"It {'; '.join(flags)}."]
+        infos = param_infos(m.name)
+        if infos:
+            lines += ["", "| parameter | type | default | bounds | description |", "|---|---|---|---|---|"]
+            lines += [f"| `{p.name}` | `{_cell(p.type)}` | {_markdown_default(p)} | {p.bounds} | {p.description} |"
+                      for p in infos]
+        example = f"sdc mask --method {m.name} {example_option(m.name)}".strip()
+        lines += ["", f"Example: `{example}`"]
+    return "\n".join(lines) + "\n"
