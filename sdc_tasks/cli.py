@@ -13,9 +13,8 @@ import typer
 
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
-from sdc_tasks.io import write_parquet
 from sdc_tasks.masking.registry import method_help, param_help
-from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
+from sdc_tasks.outputs import atomic_output_file
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -76,14 +75,6 @@ def _orders(items: list[str]) -> dict[str, list[str]]:
             raise InputError(f"--ordinal number {i + 1} must read VAR=c1,c2,... (the categories in order)")
         out[name.strip()] = _split(cats)
     return out
-
-
-def _check_unmasked(variables: list[str], id_col: str, strata: Optional[str]) -> None:
-    """Raise InputError when ``--vars`` names the id column or the strata column, which are never masked."""
-    if id_col in variables:
-        raise InputError(f"--vars names the id column {id_col!r} (--id-col): ids are not masked")
-    if strata in variables:
-        raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
 
 
 def _accounting_line(accounting: dict[str, str]) -> str:
@@ -163,8 +154,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
                  tls_key: Optional[str] = TLS_KEY) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
+    from sdc_tasks.api import evaluate
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.evaluation.measures import evaluate_paths
     from sdc_tasks.pipeline.stages import json_text
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
@@ -172,10 +163,11 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     with _reported("evaluate"), writer as tmp_file, \
             dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
             _status(f"evaluating {masked} against {original}"):
-        metrics = evaluate_paths(original, masked, id_col, _split(vars), _split(key_vars),
-                                 tuple(_split(families) or ()), pairing, categorical=_split(categorical),
-                                 ordinal=_orders(ordinal), weight=weight, reference=reference)
-        text = json_text(metrics)
+        metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
+                           families=_split(families) or (), id_column=id_col, pairing=pairing,
+                           categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
+                           reference=reference)
+        text = json_text(dict(metrics))
         if tmp_file:
             tmp_file.write_text(text + "\n")
     typer.echo(f"wrote {out}" if out else text)
@@ -202,47 +194,15 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
                                                      "postmask move the masked input toward; required by them"),
              workers: int = typer.Option(2, help="Dask workers")) -> None:
     """Apply one masking method to a file and write the masked file."""
-    from sdc_tasks.cluster import dask_client
-    from sdc_tasks.masking.apply import StepContext
-    from sdc_tasks.masking.methods import apply_step
-    from sdc_tasks.masking.registry import (
-        METHODS,
-        is_categorical,
-        parse_category_orders,
-        parse_cli_params,
-        validate_params,
-    )
-    from sdc_tasks.pipeline.spec import column_accounting
-    from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
+    from sdc_tasks.api import masked
+    from sdc_tasks.masking.registry import parse_category_orders, parse_cli_params
 
-    with _reported("mask"):
-        params = validate_params(method, parse_cli_params(param))
-        if METHODS[method].after_masking and original is None:
-            raise InputError(f"method {method} moves a masked file toward the original records: name them with "
-                             "--original FILE")
-        categorical = is_categorical(method)
-        if categorical and not vars:
-            raise InputError(f"method {method} masks categorical variables: name them with --vars")
-        _check_unmasked(_split(vars) or [], id_col, strata)
-        orders = parse_category_orders(ordinal)
-        to_csv = out.suffix.lower() == ".csv"
-        writer = atomic_output_file if to_csv else atomic_output_dir
-        with writer(out, overwrite, inputs=[input, original]) as target, dask_client(None, workers), \
-                _status(f"masking {input} with {method}"):
-            variables = _split(vars) or numeric_columns(input, [id_col, strata], f"input {input}")
-            numeric, named = ([], variables) if categorical else (variables, [])
-            frame, _ = load_checked(input, id_col, numeric, f"input {input}", required=named, strata=strata,
-                                    group_sizes=[fewest_records(params, f"parameter 'k' of {method}", method)])
-            reference = frame if original is None else load_checked(original, id_col, variables,
-                                                                     f"original file {original}")[0]
-            result = apply_step(frame, method, variables, params,
-                                StepContext(seed, 0, id_col, strata, reference=reference, category_orders=orders))
-            if to_csv:
-                result.frame.compute().to_csv(target, index=False)
-            else:
-                write_parquet(result.frame, target)
+    with _reported("mask"), _status(f"masking {input} with {method}"):
+        result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
+                        id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
+                        overwrite=overwrite, workers=workers)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
-    typer.echo(_accounting_line(column_accounting(frame.columns, id_col, variables, strata)))
+    typer.echo(_accounting_line(result.columns))
 
 
 @app.command("compare")

@@ -37,7 +37,7 @@ from sdc_tasks.metrics.pil import pil_measures, quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, scores, sdid_hits
 from sdc_tasks.stats.moments import frames_moments, tree_merge
-from sdc_tasks.validation import check_columns, load_checked, numeric_columns
+from sdc_tasks.validation import check_columns, input_name, load_checked, numeric_columns
 
 
 def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
@@ -388,29 +388,32 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     return finite_metrics(out)
 
 
-def evaluate_paths(original: str | Path, masked: str | Path, id_col: str = "record_id",
-                   variables: list[str] | None = None, key_vars: list[str] | None = None,
+def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.DataFrame,
+                   id_col: str = "record_id", variables: list[str] | None = None, key_vars: list[str] | None = None,
                    families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
                    cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
                    categorical: list[str] | None = None, ordinal: dict[str, list] | None = None,
-                   weight: str | None = None, reference: str | Path | None = None) -> dict:
-    """Evaluate two files (CSV or Parquet) after checking both (validation.load_checked). A file without
-    ``id_col`` gets ids from its row positions; variables default to the original's numeric columns but the
-    categorical and weight columns (the masked file must have them all; none are needed when only categorical
-    families are asked for), keys to the first seven variables. Categorical columns may hold codes or text and,
-    in the masked file, missing values; ``reference``: a file with the categorical columns (EBIL_RF, PRIL_RF)."""
+                   weight: str | None = None, reference: str | Path | dd.DataFrame | None = None) -> dict:
+    """Evaluate two files (CSV or Parquet) or Dask DataFrames after checking both (validation.load_checked).
+    One without ``id_col`` gets ids from its row positions; variables default to the original's numeric columns
+    but the categorical and weight columns (the masked file must have them all; none are needed when only
+    categorical families are asked for), keys to the first seven variables. Categorical columns may hold codes
+    or text and, in the masked file, missing values; ``reference``: a file with the categorical columns (EBIL_RF,
+    PRIL_RF)."""
     check_options(families, pairing)
     categorical = list(categorical or [])
     continuous = [f for f in families if f not in CATEGORICAL_FAMILIES]
     exclude = [id_col, *categorical, *([weight] if weight else [])]
-    variables = variables or (numeric_columns(original, exclude, f"original file {original}") if continuous else [])
+    if not variables and continuous:
+        variables = numeric_columns(original, exclude, input_name("original", original))
+    variables = list(variables or [])
     key_vars = key_vars or variables[:7]
     numeric = [*variables, *(k for k in key_vars if k not in categorical)]
-    a, _ = load_checked(original, id_col, numeric, f"original file {original}", required=categorical)
-    b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], f"masked file {masked}",
+    a, _ = load_checked(original, id_col, numeric, input_name("original", original), required=categorical)
+    b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], input_name("masked", masked),
                         required=categorical)
     check_pairing_ids(a, b, id_col)
-    ref = load_checked(reference, id_col, [], f"reference file {reference}", required=categorical)[0] \
+    ref = load_checked(reference, id_col, [], input_name("reference", reference), required=categorical)[0] \
         if reference is not None else None
     return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows, categorical,
                     ordinal, weight, ref)

@@ -1,0 +1,337 @@
+"""The public Python API: mask, evaluate, release and compare on pandas DataFrames, Dask DataFrames or files.
+
+Each function checks its arguments itself and raises :class:`sdc_tasks.errors.InputError` (a ``ValueError``)
+naming the column, parameter or option at fault before any data work starts; messages name an option as the
+``sdc`` command spells it where it differs (``--vars`` is ``vars=``, ``--id-col`` is ``id_column=``). The CLI
+commands call these functions, so a file masked or evaluated here and by ``sdc`` gives the same numbers. Where
+the graphs run: :mod:`sdc_tasks.scheduling` (the caller's client, the active one, else threads in this process).
+A DataFrame given is never modified.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import dask.dataframe as dd
+import pandas as pd
+from distributed import wait
+
+from sdc_tasks import scheduling
+from sdc_tasks.errors import InputError
+from sdc_tasks.evaluation.measures import DEFAULT_FAMILIES, evaluate_paths
+from sdc_tasks.io import read_table, write_parquet
+from sdc_tasks.masking import methods
+from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS, StepContext
+from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
+from sdc_tasks.pipeline.spec import column_accounting
+from sdc_tasks.reserved import reserved_role
+from sdc_tasks.results import Metrics
+from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
+
+PathLike = str | os.PathLike
+Data = pd.DataFrame | dd.DataFrame | PathLike
+
+
+@dataclass(frozen=True)
+class MaskResult:
+    """What :func:`masked` did: the masked data (the kind :func:`mask` returns), the number of blocks or scopes
+    the method ran in, and what became of each column (``{"AGI": "masked", "REGION": "passed_through",
+    "record_id": "id"}``)."""
+
+    data: pd.DataFrame | dd.DataFrame | Path
+    blocks: int
+    columns: dict[str, str]
+
+
+def _is_path(data: Any) -> bool:
+    """Whether ``data`` names a file or directory (a string or an ``os.PathLike``)."""
+    return isinstance(data, (str, os.PathLike))
+
+
+def _checked_kind(data: Any, name: str) -> None:
+    """Raise InputError naming the argument when ``data`` is not a pandas DataFrame, Dask DataFrame or path."""
+    if not (_is_path(data) or isinstance(data, (pd.DataFrame, dd.DataFrame))):
+        raise InputError(f"{name} must be a pandas DataFrame, a Dask DataFrame or a path, not {type(data).__name__}")
+
+
+def _dask_frame(data: pd.DataFrame | dd.DataFrame, name: str) -> dd.DataFrame:
+    """A DataFrame as a Dask DataFrame with a fresh row index (pandas: partitions of TARGET_PARTITION_ROWS rows),
+    after checking its column names as a file's are checked: text, each once, none colliding with the
+    pipeline's own names (sdc_tasks.reserved)."""
+    names = list(data.columns)
+    for i, column in enumerate(names):
+        if not isinstance(column, str):
+            raise InputError(f"column number {i + 1} of {name} has a name of type {type(column).__name__}: "
+                             "name every column with text")
+        if column in names[:i]:
+            raise InputError(f"column {column!r} appears twice in {name}: give each column its own name")
+        role = reserved_role(column)
+        if role:
+            raise InputError(f"column {column!r} of {name} {role}: the pipeline uses such names for its own "
+                             "columns; rename it")
+    if isinstance(data, dd.DataFrame):
+        return data
+    return dd.from_pandas(data.reset_index(drop=True), chunksize=TARGET_PARTITION_ROWS, sort=False)
+
+
+def _as_given(result: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
+    """A computed result with ``data``'s index and its text columns in their given type (Dask computes text
+    as Arrow strings)."""
+    text = {c: t for c, t in data.dtypes.items() if not pd.api.types.is_numeric_dtype(t)
+            and not pd.api.types.is_bool_dtype(t) and result.dtypes[c] != t}
+    return result.astype(text).set_axis(data.index)
+
+
+def _source(data: Any, name: str) -> Path | dd.DataFrame | None:
+    """A path as a Path, a DataFrame as a checked Dask DataFrame (:func:`_dask_frame`), None as None."""
+    if data is None:
+        return None
+    _checked_kind(data, name)
+    return Path(data) if _is_path(data) else _dask_frame(data, name)
+
+
+def _names(value: str | Sequence[str] | None) -> list[str] | None:
+    """Column names given as one name or a sequence of names; None (or empty) for none."""
+    if value is None or isinstance(value, str):
+        return [value] if value else None
+    return list(value) or None
+
+
+def _checked_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """The method's parameters, defaults filled in; InputError naming an unknown method or a bad parameter."""
+    try:
+        return validate_params(method, params)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
+
+
+def _checked_orders(ordinal: Mapping[str, Sequence] | None) -> dict[str, list]:
+    """The declared category orders, {variable: categories in order}; InputError naming a variable whose order
+    is empty or lists a category twice."""
+    orders = {str(name): list(categories) for name, categories in (ordinal or {}).items()}
+    for name, categories in orders.items():
+        if not categories or len(set(categories)) != len(categories):
+            raise InputError(f"ordinal {name!r}: give its categories in order, each once "
+                             f"(--ordinal {name}=c1,c2,...)")
+    return orders
+
+
+def _checked_roles(method: str, variables: list[str] | None, id_column: str, strata: str | None,
+                   original: Any) -> None:
+    """Raise InputError when a method needs the original records and none are given, a categorical method gets
+    no variables, or the variables name the id or the strata column, which are never masked."""
+    if METHODS[method].after_masking and original is None:
+        raise InputError(f"method {method} moves a masked file toward the original records: name them with "
+                         "--original FILE (original=)")
+    if METHODS[method].kind == "categorical" and not variables:
+        raise InputError(f"method {method} masks categorical variables: name them with --vars")
+    if id_column in (variables or []):
+        raise InputError(f"--vars names the id column {id_column!r} (--id-col): ids are not masked")
+    if strata is not None and strata in (variables or []):
+        raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
+
+
+def _is_csv(out: PathLike) -> bool:
+    """Whether an output is written as one CSV file (a .csv name) rather than a Parquet dataset directory."""
+    return Path(out).suffix.lower() == ".csv"
+
+
+def _output(out: PathLike | None, overwrite: bool, inputs: list[Any]) -> contextlib.AbstractContextManager:
+    """The atomic output ``out`` as ``sdc mask`` writes it (:mod:`sdc_tasks.outputs`): one CSV file for a .csv
+    name, else a Parquet dataset directory, never one of the ``inputs`` that are paths; a null context for
+    None."""
+    if out is None:
+        return contextlib.nullcontext()
+    writer = atomic_output_file if _is_csv(out) else atomic_output_dir
+    return writer(out, overwrite, inputs=[d for d in inputs if _is_path(d)])
+
+
+def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,
+           seed: int = 0, strata: str | None = None, id_column: str = "record_id", original: Data | None = None,
+           ordinal: Mapping[str, Sequence] | None = None, out: PathLike | None = None, overwrite: bool = False,
+           client: Any = None, workers: int | None = None) -> MaskResult:
+    """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
+    method ran in and the role of every column (``sdc mask`` reports both)."""
+    params = _checked_params(method, dict(params))
+    variables = _names(vars)
+    _checked_roles(method, variables, id_column, strata, original)
+    orders = _checked_orders(ordinal)
+    _checked_kind(data, "data")
+    if _is_path(data) and out is None:
+        raise InputError(f"out: masking a file ({data}) writes the masked file: name it with out= (--out)")
+    lazy = isinstance(data, dd.DataFrame) and out is None
+    if lazy and workers is not None:
+        raise InputError("workers: a Dask DataFrame masked on a cluster started for this call would be lost with "
+                         "the cluster: name an output with out=, or pass a client")
+    source, original_source = _source(data, "data"), _source(original, "original")
+    what = f"input {data}" if _is_path(data) else "data"
+    original_what = f"original file {original}" if _is_path(original) else "original"
+    categorical = METHODS[method].kind == "categorical"
+    with _output(out, overwrite, [data, original]) as target, \
+            scheduling.scheduled([] if lazy else [data, original], client, workers):
+        variables = variables or numeric_columns(source, [id_column, strata], what)
+        numeric, named = ([], variables) if categorical else (variables, [])
+        frame, _ = load_checked(source, id_column, numeric, what, required=named, strata=strata,
+                                group_sizes=[fewest_records(params, f"parameter 'k' of {method}", method)])
+        reference = frame if original_source is None else \
+            load_checked(original_source, id_column, variables, original_what)[0]
+        staged = methods.apply_step(frame, method, variables, params, StepContext(
+            seed, 0, id_column, strata, reference=reference, category_orders=orders))
+        if target is not None and _is_csv(out):
+            staged.frame.compute().to_csv(target, index=False)
+        elif target is not None:
+            write_parquet(staged.frame, target)
+        if isinstance(data, pd.DataFrame):
+            result = _as_given(staged.frame.compute(), data)
+        elif lazy:
+            result = staged.frame.persist()
+            wait(result)
+    if not isinstance(data, pd.DataFrame) and not lazy:
+        result = Path(out) if _is_path(data) else read_table(out)
+    return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata))
+
+
+def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, seed: int = 0,
+         strata: str | None = None, id_column: str = "record_id", original: Data | None = None,
+         ordinal: Mapping[str, Sequence] | None = None, out: PathLike | None = None, overwrite: bool = False,
+         client: Any = None, workers: int | None = None, **params: Any) -> pd.DataFrame | dd.DataFrame | Path:
+    """Mask the variables of a file or DataFrame with one method of the registry, as ``sdc mask`` does.
+
+    Microaggregation follows statistical_databases_survey.txt (Microaggregation) and the chapter's MicIR,
+    MicZ, MicPCP and Mic2mul..Micmul; noise, rank swapping, resampling, Distr, JPEG and the categorical methods
+    (top and bottom coding, global recoding, PRAM, local suppression) sdc_methods_comparison_chapter.txt
+    sec. 2; rescale pil_measures.txt sec. 5; postmask post_masking_optimization.txt sec. 3 and 5.
+    :func:`methods` lists every method with its parameters and the section it follows.
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, dask.dataframe.DataFrame or path
+        The records. A path (CSV file, Parquet file or dataset directory) needs ``out``.
+    method : str
+        A registered method, e.g. ``"mdav"``, ``"rankswap"``, ``"noise"``, ``"pram"``.
+    vars : str or list of str, optional
+        The variables to mask; default every numeric column but the id and strata ones (refused when a column
+        left out mostly holds numbers). Categorical methods need them named; never the id or strata column.
+    seed : int, default 0
+        Seed of every random draw; the same seed gives the same values on any partitioning or cluster.
+    strata : str, optional
+        Mask within each value of this column.
+    id_column : str, default "record_id"
+        The record id; created from the row positions (0-based, first column) when the data has none.
+    original : DataFrame or path, optional
+        The original records (same ids) that ``rescale`` and ``postmask`` move the masked data toward.
+    ordinal : dict, optional
+        ``{variable: [categories in order]}`` for ordinal categorical variables (default: sorted values).
+    out : path, optional
+        Also write the result there, as ``sdc mask --out``: a ``.csv`` file, else a Parquet dataset directory.
+    overwrite : bool, default False
+        Replace an existing ``out`` (a directory only if sdc wrote it).
+    client : distributed.Client, optional
+        Run on this client (default: the active client, else threads in this process).
+    workers : int, optional
+        Run on a LocalCluster of this many worker processes started for this call.
+    **params
+        The method's parameters, e.g. ``k=3`` for MDAV or ``p=15`` for rank swapping.
+
+    Returns
+    -------
+    pandas.DataFrame, dask.dataframe.DataFrame or pathlib.Path
+        The kind given: pandas with the input's index and the columns and dtypes ``sdc mask`` writes (masked
+        continuous variables as float64, the id column first when created); a Dask DataFrame read from ``out``,
+        or persisted when no ``out`` is given; for a path, the path written.
+
+    Raises
+    ------
+    InputError
+        A ``ValueError`` naming the method, parameter, column or record at fault.
+
+    References
+    ----------
+    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
+    microdata" (sdc_methods_comparison_chapter.txt). Domingo-Ferrer, J. and Mateo-Sanz, J. M. (2002),
+    "Practical data-oriented microaggregation for statistical disclosure control" (MDAV, survey). See
+    docs/references.md.
+
+    Examples
+    --------
+    >>> from sdc_tasks import load_census, mask
+    >>> masked = mask(load_census(), "mdav", k=3)
+    """
+    return masked(data, method, params, vars=vars, seed=seed, strata=strata, id_column=id_column,
+                  original=original, ordinal=ordinal, out=out, overwrite=overwrite, client=client,
+                  workers=workers).data
+
+
+def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None = None,
+             key_vars: str | Sequence[str] | None = None, families: Sequence[str] | None = None,
+             id_column: str = "record_id", pairing: str = "auto", categorical: str | Sequence[str] | None = None,
+             ordinal: Mapping[str, Sequence] | None = None, weight: str | None = None, reference: Data | None = None,
+             client: Any = None, workers: int | None = None) -> Metrics:
+    """Measure the information loss and disclosure risk of masked records against the originals, as
+    ``sdc evaluate`` does (the same metrics.json keys and values).
+
+    Information loss: IL1..IL5 and IL (sdc_methods_comparison_chapter.txt sec. 3), the matrix measures and IL1s
+    (statistical_databases_survey.txt), PIL (pil_measures.txt sec. 4-5), brMAE and brMSE
+    (bounded_rank_metrics.txt sec. 2); disclosure risk: DLD, PLD and ID (chapter sec. 3-4); categorical
+    families (chapter sec. 5): docs/categorical.md. :func:`measures` lists every key.
+
+    Parameters
+    ----------
+    original, masked : pandas.DataFrame, dask.dataframe.DataFrame or path
+        The two files or frames; one without ``id_column`` gets ids from its row positions.
+    vars : str or list of str, optional
+        Continuous variables; default the original's numeric columns but the categorical and weight ones.
+    key_vars : str or list of str, optional
+        The intruder's key variables in order (default: the first seven variables).
+    families : list of str, optional
+        Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk).
+    id_column : str, default "record_id"
+        The column pairing the records.
+    pairing : {"auto", "id", "nearest"}, default "auto"
+        Pair by id, by nearest original record (synthetic or re-sized files), or by id when every masked id is
+        found.
+    categorical : str or list of str, optional
+        Categorical variables (codes or text) of cat_il and cat_risk.
+    ordinal : dict, optional
+        ``{variable: [categories in order]}`` for ordinal categorical variables.
+    weight : str, optional
+        Sampling weight column of the masked data (individual risk).
+    reference : DataFrame or path, optional
+        Reference records for EBIL_RF and PRIL_RF.
+    client : distributed.Client, optional
+        Run on this client (default: the active client, else threads in this process).
+    workers : int, optional
+        Run on a LocalCluster of this many worker processes started for this call.
+
+    Returns
+    -------
+    Metrics
+        A read-only mapping of the metrics.json keys, with ``to_frame()``, ``summary()`` and figures.
+
+    Raises
+    ------
+    InputError
+        A ``ValueError`` naming the column, family, option or record at fault (e.g. masked ids missing from
+        the original with ``pairing="id"``).
+
+    References
+    ----------
+    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
+    microdata" (sdc_methods_comparison_chapter.txt); Mateo-Sanz, J. M., Domingo-Ferrer, J. and Sebé, F. (2005),
+    "Probabilistic information loss measures in confidentiality protection of continuous microdata"
+    (pil_measures.txt). See docs/references.md.
+    """
+    for data, name in ((original, "original"), (masked, "masked")):
+        _checked_kind(data, name)
+    sources = [_source(d, n) for d, n in ((original, "original"), (masked, "masked"), (reference, "reference"))]
+    with scheduling.scheduled([original, masked, reference], client, workers):
+        values = evaluate_paths(sources[0], sources[1], id_column, _names(vars), _names(key_vars),
+                                DEFAULT_FAMILIES if families is None else tuple(_names(families) or ()), pairing,
+                                categorical=_names(categorical), ordinal=_checked_orders(ordinal), weight=weight,
+                                reference=sources[2])
+    return Metrics(values)

@@ -1,0 +1,73 @@
+"""Where the public API's Dask graphs run, by Dask's own convention: a client the caller names, else a
+scheduler the caller configured (``dask.config.set(scheduler=...)``), else the active ``distributed`` client,
+else in this process on threads. A LocalCluster (worker processes) is started only when asked for
+(``workers=``) or for a file or Dask input larger than :data:`LARGE_INPUT_BYTES`; in-memory pandas input never
+starts one, so a plain script needs no ``if __name__ == "__main__":`` guard."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Any, Iterator
+
+import dask
+import dask.dataframe as dd
+import pandas as pd
+
+from sdc_tasks import cluster
+
+LARGE_INPUT_BYTES = 256 * 2**20
+"""Inputs (file bytes on disk, or the estimated memory of a Dask DataFrame) above this run on a LocalCluster."""
+
+
+def active_client() -> Any:
+    """The default ``distributed`` client of this process, or None when there is none."""
+    from distributed import default_client
+
+    try:
+        return default_client()
+    except ValueError:
+        return None
+
+
+def input_bytes(data: Any) -> int:
+    """Bytes of an input: on disk for a file or dataset directory, in memory for a pandas DataFrame, and for a
+    Dask DataFrame its first partition's memory times the number of partitions (one partition computed)."""
+    if isinstance(data, pd.DataFrame):
+        return int(data.memory_usage(deep=True).sum())
+    if isinstance(data, dd.DataFrame):
+        first = data.get_partition(0).compute()
+        return int(first.memory_usage(deep=True).sum()) * data.npartitions
+    p = Path(data)
+    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
+
+
+def _starts_cluster(inputs: list[Any]) -> bool:
+    """Whether inputs of this size run on a LocalCluster (none of them is a pandas DataFrame, and together they
+    exceed LARGE_INPUT_BYTES)."""
+    if any(isinstance(d, pd.DataFrame) for d in inputs):
+        return False
+    return sum(input_bytes(d) for d in inputs) > LARGE_INPUT_BYTES
+
+
+@contextlib.contextmanager
+def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None) -> Iterator[None]:
+    """Run the Dask computations of the ``with`` body on ``client`` when given; else on a LocalCluster of
+    ``workers`` processes when given; else on the scheduler set in ``dask.config`` or the active distributed
+    client when there is one; else on a LocalCluster when the ``inputs`` (paths, pandas or Dask DataFrames) are
+    large (:func:`_starts_cluster`), and otherwise on threads in this process."""
+    if client is not None:
+        with dask.config.set(scheduler=client), client.as_current():
+            yield
+    elif workers is not None:
+        with cluster.dask_client(None, workers):
+            yield
+    elif dask.config.get("scheduler", None) is not None or active_client() is not None:
+        yield
+    elif _starts_cluster([d for d in inputs if d is not None]):
+        with cluster.dask_client(None, os.cpu_count() or 1):
+            yield
+    else:
+        with dask.config.set(scheduler="threads"):
+            yield
