@@ -21,13 +21,15 @@ import pandas as pd
 from distributed import wait
 
 from sdc_tasks import scheduling
+from sdc_tasks.comparison.outputs import comparison
+from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
 from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import DEFAULT_FAMILIES, evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
-from sdc_tasks.masking import methods
+from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS, StepContext
-from sdc_tasks.masking.registry import METHODS, validate_params
-from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
+from sdc_tasks.masking.registry import METHODS, method_catalogue, validate_params
+from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
 from sdc_tasks.pipeline.spec import column_accounting
 from sdc_tasks.reserved import reserved_role
 from sdc_tasks.results import Metrics
@@ -180,7 +182,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
                                 group_sizes=[fewest_records(params, f"parameter 'k' of {method}", method)])
         reference = frame if original_source is None else \
             load_checked(original_source, id_column, variables, original_what)[0]
-        staged = methods.apply_step(frame, method, variables, params, StepContext(
+        staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
         if target is not None and _is_csv(out):
             staged.frame.compute().to_csv(target, index=False)
@@ -335,3 +337,92 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
                                 categorical=_names(categorical), ordinal=_checked_orders(ordinal), weight=weight,
                                 reference=sources[2])
     return Metrics(values)
+
+
+def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None, *,
+            vars: str | Sequence[str] | None = None, key_vars: str | Sequence[str] | None = None,
+            limits: Mapping[str, float] | None = None, risk: str = "metrics", id_column: str = "record_id",
+            parallel: str = "auto", out: PathLike | None = None, overwrite: bool = False, client: Any = None,
+            workers: int | None = None) -> pd.DataFrame:
+    """Rank masking methods and parameters on one data set by the score of information loss and disclosure
+    risk, as ``sdc compare`` does (sdc_methods_comparison_chapter.txt sec. 6, Table 1; categorical grids:
+    Table 3).
+
+    Parameters
+    ----------
+    data : pandas.DataFrame, dask.dataframe.DataFrame or path
+        The records compared.
+    grid : Grid, dict or path, optional
+        The configurations (a grid mapping as in data/default_grid.yaml, its YAML file or a parsed ``Grid``);
+        default the chapter's grid.
+    vars, key_vars : str or list of str, optional
+        The variables masked (default: every numeric column but the id) and the key variables in order
+        (default: the first seven variables).
+    limits : dict, optional
+        Risk limits ``{measure: limit}`` (e.g. ``{"DLD": 10}``, as ``sdc compare --max``); a column
+        ``within_limits`` then says which configurations meet them all.
+    risk : {"metrics", "published"}, default "metrics"
+        The linkage measures the score ranks on (docs/reproduction.md).
+    id_column : str, default "record_id"
+        The record id (created from row positions when absent).
+    parallel : {"auto", "configurations", "data"}, default "auto"
+        One task per configuration, or the cluster on each configuration's data (auto: by input size).
+    out : path, optional
+        Also write the comparison's files there (ranking, R-U map, report), as ``sdc compare --out``.
+    overwrite : bool, default False
+        Replace an existing ``out`` written by sdc.
+    client : distributed.Client, optional
+        Run on this client (default: the active client, else threads in this process).
+    workers : int, optional
+        Run on a LocalCluster of this many worker processes started for this call.
+
+    Returns
+    -------
+    pandas.DataFrame
+        The ranking, best first: one row per configuration (``Method``, its label) with its IL, DLD, PLD, ID,
+        score and ranks (categorical grids: the columns of the chapter's Table 3).
+
+    Raises
+    ------
+    InputError, GridError
+        ``ValueError`` subclasses naming the option, grid field, column or record at fault.
+
+    References
+    ----------
+    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
+    microdata" (sdc_methods_comparison_chapter.txt). See docs/references.md.
+    """
+    _checked_kind(data, "data")
+    chosen = grid if isinstance(grid, Grid) else parse_grid(dict(grid)) if isinstance(grid, Mapping) else \
+        load_grid(grid)
+    bounds = parse_limits([f"{name}={limit}" for name, limit in (limits or {}).items()])
+    with contextlib.ExitStack() as stack:
+        path = Path(data) if _is_path(data) else _scratch_copy(_dask_frame(data, "data"), stack)
+        stack.enter_context(scheduling.scheduled([data], client, workers))
+        result = comparison(path, out, chosen, id_column, _names(vars), _names(key_vars), bounds, parallel,
+                            overwrite, risk)
+    if not bounds:
+        return result.table
+    meets = {r.config.label: all(k in r.metrics and r.metrics[k] <= v for k, v in bounds.items())
+             for r in result.results}
+    return result.table.assign(within_limits=result.table["Method"].map(meets))
+
+
+def _scratch_copy(frame: dd.DataFrame, stack: contextlib.ExitStack) -> Path:
+    """``frame`` written as a Parquet dataset in a private scratch directory that lives as long as ``stack``."""
+    path = Path(stack.enter_context(scratch_dir("data"))) / "data"
+    write_parquet(frame, path)
+    return path
+
+
+def methods() -> pd.DataFrame:
+    """Every registered masking method, one row each: its name, kind (continuous or categorical), how it runs
+    (shape), summary, the source section it follows, its parameters with their defaults (``required`` for
+    those without), an example of valid parameters and whether it needs the original records
+    (``after_masking``) or an order of the categories (``ordinal``); docs/methods.md is generated from the same
+    rows."""
+    return pd.DataFrame([{
+        "method": m.name, "kind": m.kind, "shape": m.shape, "summary": m.summary, "source": m.source,
+        "parameters": {p.name: "required" if p.required else p.default for p in m.params},
+        "example": m.example, "after_masking": m.after_masking, "ordinal": m.ordinal,
+    } for m in method_catalogue()])

@@ -32,7 +32,7 @@ from sdc_tasks.comparison.run import (
     run_grid,
 )
 from sdc_tasks.errors import NoneWithinLimits
-from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
+from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
 from sdc_tasks.pipeline.stages import write_json
 
@@ -222,12 +222,13 @@ def write_release_spec(c: Comparison, path: str | Path) -> Path:
     return path
 
 
-def comparison(input_path: str | Path, out_dir: str | Path, grid: Grid | str | Path | None = None,
+def comparison(input_path: str | Path, out_dir: str | Path | None, grid: Grid | str | Path | None = None,
                id_col: str = "record_id", variables: list[str] | None = None, key_vars: list[str] | None = None,
                limits: dict[str, float] | None = None, parallel: str = "auto", overwrite: bool = False,
                risk_setup: str = "metrics") -> Comparison:
     """Run every configuration of the grid (a Grid, a YAML path, or None for chapter 6's) on the input and write
-    the outputs to ``out_dir`` atomically; the caller provides the Dask client ("configurations" mode runs in
+    the outputs to ``out_dir`` atomically (None: write nothing, scratch files in a private scratch directory,
+    ``sdc_tasks.outputs.scratch_dir``); the caller provides the Dask client ("configurations" mode runs in
     this process without one). ``risk_setup`` (compare.RISK_SETUPS) picks the linkage measures the ranking
     scores with."""
     check_risk_setup(risk_setup)
@@ -236,6 +237,9 @@ def comparison(input_path: str | Path, out_dir: str | Path, grid: Grid | str | P
     source = prepare_input(input_path, id_col, variables, key_vars, grid)
     mode = parallel_mode(source, parallel)
     limits = dict(limits or {})
+    if out_dir is None:
+        with scratch_dir("compare") as work:
+            return compared(source, grid, mode, limits, Path(work) / "_work", t0, risk_setup)
     with atomic_output_dir(out_dir, overwrite, inputs=[input_path]) as tmp:
         result = compared(source, grid, mode, limits, tmp / "_work", t0, risk_setup)
         write_comparison(result, tmp)

@@ -33,6 +33,7 @@ from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
 from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.pipeline.spec import families_for_measure
+from sdc_tasks.scheduling import active_client, input_bytes
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
 
@@ -233,12 +234,6 @@ class CompareInput:
     category_orders: dict[str, list] = field(default_factory=dict)
 
 
-def input_bytes(path: str | Path) -> int:
-    """Bytes on disk of a file or of every file below a dataset directory."""
-    p = Path(path)
-    return p.stat().st_size if p.is_file() else sum(f.stat().st_size for f in p.rglob("*") if f.is_file())
-
-
 def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[str] | None = None,
                   key_vars: list[str] | None = None, grid: Grid | None = None) -> CompareInput:
     """Resolve the columns and check the file once: variables default to every numeric column but the id,
@@ -350,16 +345,6 @@ def evaluate_configuration(config: Configuration, source: CompareInput, seed: in
         return _masked_and_measured(source, config, seed, None, risk_setup)
 
 
-def _active_client():
-    """The default distributed client, or None when there is none."""
-    from distributed import default_client
-
-    try:
-        return default_client()
-    except ValueError:
-        return None
-
-
 def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path | None = None,
              configurations: list[Configuration] | None = None, risk_setup: str = "metrics") -> list[ConfigurationResult]:
     """Results of every configuration, in grid order, risk and ranking score after ``risk_setup``. ``mode``
@@ -369,7 +354,7 @@ def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path |
     check_risk_setup(risk_setup)
     configs = configurations if configurations is not None else grid.configurations()
     if mode == "configurations":
-        client = _active_client()
+        client = active_client()
         if client is None:
             return [evaluate_configuration(c, source, grid.seed, risk_setup) for c in configs]
         futures = client.map(evaluate_configuration, configs, source=source, seed=grid.seed, risk_setup=risk_setup,
