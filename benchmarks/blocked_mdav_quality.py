@@ -15,8 +15,9 @@ import numpy as np
 
 from sdc_tasks.generate import CENSUS_VARIABLES, census_model, census_reference, synthetic_chunk
 from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.mdav import mdav_groups
 from sdc_tasks.masking.methods import apply_step
-from sdc_tasks.masking.mdav import mdav_groups, group_means
+from sdc_tasks.masking.microaggregation import group_means
 from sdc_tasks.masking.registry import validate_params
 
 

@@ -541,12 +541,12 @@ def test_column_named_like_an_internal_one(ws, small, no_cluster, name):
 def test_reserved_names_are_the_modules_own():
     from sdc_tasks import blocking
     from sdc_tasks.evaluation import linkage
-    from sdc_tasks.masking import categorical, postmask
+    from sdc_tasks.masking import apply, categorical
     from sdc_tasks.metrics import categorical_risk
     from sdc_tasks.reserved import reserved_role
     from sdc_tasks.stats import frequencies
 
-    internal = [blocking.BLOCK_COL, blocking.POS_COL, f"{blocking.PROJ_COL}3", postmask.ORIGINAL_PREFIX + "x",
+    internal = [blocking.BLOCK_COL, blocking.POS_COL, f"{blocking.PROJ_COL}3", apply.ORIGINAL_PREFIX + "x",
                 categorical.SUPPRESS_COL, categorical_risk.COUNT, categorical_risk.WEIGHT, frequencies.COUNT_COL,
                 "x" + linkage.MASKED_SUFFIX]
     assert all(reserved_role(name) for name in internal)

@@ -10,15 +10,8 @@ import pytest
 from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
-from sdc_tasks.masking.mdav import (
-    _scan_labels,
-    _tree_labels,
-    attribute_groups,
-    group_means,
-    mdav_groups,
-    microaggregate_block,
-    sse,
-)
+from sdc_tasks.masking.mdav import _scan_labels, _tree_labels, mdav_groups, microaggregate_block
+from sdc_tasks.masking.microaggregation import attribute_groups, group_means, sse
 
 
 def reference_mdav(z: np.ndarray, k: int) -> np.ndarray:

@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_tasks.masking.mdav import sse
+from sdc_tasks.masking.microaggregation import sse
 from sdc_tasks.masking.univariate import (
     first_principal_axis,
     fixed_groups_sorted,

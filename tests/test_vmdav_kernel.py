@@ -11,7 +11,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_tasks.masking.mdav import group_means, mdav_groups, sse
+from sdc_tasks.masking.mdav import mdav_groups
+from sdc_tasks.masking.microaggregation import group_means, sse
 from sdc_tasks.masking.vmdav import variable_microaggregate_block, vmdav_groups
 
 

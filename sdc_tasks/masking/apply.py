@@ -22,9 +22,8 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
-from sdc_tasks.masking.categorical import CategoryMethod, nullable_dtype
 from sdc_tasks.randomness import rng_for
-from sdc_tasks.reserved import COUNT_COL
+from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
 from sdc_tasks.stats.moments import frame_moments
 
@@ -77,8 +76,7 @@ def _positions_meta(variables: list[str]) -> pd.DataFrame:
 @dataclass(frozen=True)
 class BlockPlan:
     """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
-    ``zsum``: the sum of z-scores; ``id``: the record id), the number of levels, and the unit blocks are made
-    of (k for methods whose groups must not straddle blocks)."""
+    ``zsum``: the sum of z-scores; ``id``: the record id) and the number of levels."""
 
     axes: str = "principal"
     levels: int = 2
@@ -215,10 +213,73 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     return Staged(moved.map_partitions(_block_column, meta=_block_column(moved._meta)), len(sizes), tuple(pinned))
 
 
-# ---- mask stage: three shapes of kernel ----
+# ---- the original records carried beside the masked ones (post_masking_optimization.txt, Algorithm 1: each
+#      record's original values in its block) ----
+
+
+def original_columns(variables: list[str]) -> list[str]:
+    """Names of the columns that carry each record's original values through the block stage."""
+    return [ORIGINAL_PREFIX + v for v in variables]
+
+
+def with_original(ddf: dd.DataFrame, variables: list[str], ctx: StepContext) -> Staged:
+    """The step input with each record's original values (``ctx.reference``, matched by id; the input itself
+    when there is no reference) beside the masked ones, same partitions and row order; a record without an
+    original is an error naming its id. Keep the result alive until its frame has been used."""
+    cols = original_columns(variables)
+    if ctx.reference is None:
+        return Staged(ddf.assign(**{c: ddf[v].astype("float64") for c, v in zip(cols, variables)}), 0)
+    missing = [c for c in [ctx.id_column, *variables] if c not in ctx.reference.columns]
+    if missing:
+        raise ValueError(f"the original records lack column(s) {missing} needed by post-masking optimization")
+    offsets = B.offsets_of(B.partition_lengths(ddf))
+    ids = ddf[[ctx.id_column]]
+    parts = [dask.delayed(_with_positions)(part, int(offsets[i])) for i, part in enumerate(ids.to_delayed())]
+    positions = dd.from_delayed(parts, meta=_with_positions(ids._meta, 0), verify_meta=False)
+    ref = ctx.reference[[ctx.id_column, *variables]].rename(columns=dict(zip(variables, cols)))
+    joined = positions.merge(ref, on=ctx.id_column, how="left")
+    unmatched = joined[joined[cols[0]].isna()][ctx.id_column].head(1, npartitions=-1)
+    if len(unmatched):
+        raise ValueError(f"record {ctx.id_column} = {unmatched.tolist()[0]!r} has no original record")
+    placeholders = ddf.assign(**{c: 0.0 for c in cols})
+    return restore_order(placeholders, joined[[B.POS_COL, *cols]], cols)
+
+
+def _with_positions(part: pd.DataFrame, first: int) -> pd.DataFrame:
+    """The id column of one partition with each record's position in the collection (``_pos``)."""
+    out = part.copy()
+    out[B.POS_COL] = np.arange(first, first + len(part), dtype=np.int64)
+    return out
+
+
+def original_context(source: dd.DataFrame, variables: list[str], ctx: StepContext) -> dict:
+    """What the kernel needs besides the block, under ``context``: the variables, the original's mean and
+    population sd (standardization, Algorithm 1 step 1), seed and step (random streams keyed by (seed,
+    step, block))."""
+    m = frame_moments(source, original_columns(variables))
+    return {"context": {"variables": list(variables), "center": m.mean, "scale": m.sd, "seed": ctx.seed,
+                        "step": ctx.step}}
+
+
+# ---- mask stage: a kernel of each shape (blocked, column, record, categorical) ----
 
 BlockKernel = Callable[[pd.DataFrame, np.ndarray, np.ndarray, dict, "BlockStats"], np.ndarray]
 ColumnKernel = Callable[[np.ndarray, np.ndarray, dict, np.random.Generator], np.ndarray]
+RecordKernel = Callable[[np.ndarray, np.ndarray, dict, dict], np.ndarray]
+
+
+@dataclass(frozen=True)
+class CategoryMethod:
+    """A categorical method: ``counts`` is "values" (a frequency table per variable) or "combinations" (one
+    table of the variables' value combinations, missing counted as a value); ``plan`` makes a scope's plan
+    from its counts, the parameters and the declared category orders; ``mask`` masks a scope's records of one
+    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's (None: the input's;
+    e.g. a nullable one where values may become missing)."""
+
+    counts: str
+    plan: Callable[[Any, dict, dict], Any]
+    mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
+    masked_dtype: Callable[[Any], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -308,8 +369,8 @@ def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     return dd.from_delayed(pieces, meta=_positions_meta(variables), verify_meta=False)
 
 
-def _mask_records(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, kernel, params: dict,
-                  context: dict) -> pd.DataFrame:
+def _mask_records(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, kernel: RecordKernel,
+                  params: dict, context: dict) -> pd.DataFrame:
     """A record kernel on one partition: each record's masked values depend on the record and global context."""
     masked = kernel(part[variables].to_numpy(np.float64), part[id_col].to_numpy(), params, context)
     out = pd.DataFrame({B.POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
@@ -319,7 +380,7 @@ def _mask_records(part: pd.DataFrame, offset: int, variables: list[str], id_col:
 
 
 def record_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
-                   kernel, context: dict) -> dd.DataFrame:
+                   kernel: RecordKernel, context: dict) -> dd.DataFrame:
     """A record kernel over every partition (aligned with the input)."""
     offsets = B.offsets_of(B.partition_lengths(ddf))
     pieces = [dask.delayed(_mask_records)(part, int(offsets[i]), variables, ctx.id_column, kernel, params, context)
@@ -362,7 +423,8 @@ def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, 
     plans = {label: method.plan(counts, params, ctx.category_orders)
              for label, counts in _scope_counts(tables, variables, method, ctx.strata).items()}
     keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
-    dtypes = {v: nullable_dtype(ddf._meta[v].dtype) if method.nullable else ddf._meta[v].dtype for v in variables}
+    dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None else method.masked_dtype(ddf._meta[v].dtype)
+              for v in variables}
     meta = pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype=t) for v, t in dtypes.items()}})
     offsets = B.offsets_of(B.partition_lengths(ddf))
     pieces = [dask.delayed(_mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)

@@ -21,7 +21,6 @@ pandas types (Int64, boolean), which Parquet stores as the same type with nulls.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from itertools import combinations
 from typing import Any, Callable, Iterable
 
@@ -273,23 +272,11 @@ def suppression_patterns(table: pd.DataFrame, keys: list[str], k: int) -> np.nda
                 break
 
 
-# ---- the methods: a plan per scope from exact counts, then the records of a partition masked by it ----
+# ---- the methods as plan/mask pairs: a plan per scope from exact counts, then the records of a partition
+#      masked by it (sdc_tasks.masking.apply.CategoryMethod) ----
 
 
-@dataclass(frozen=True)
-class CategoryMethod:
-    """A categorical method: ``counts`` is "values" (a frequency table per variable) or "combinations" (one
-    table of the variables' value combinations, missing counted as a value); ``plan`` makes a scope's plan
-    from its counts, the parameters and the declared category orders; ``mask`` masks a scope's records of one
-    partition with it; ``nullable``: masked values may become missing."""
-
-    counts: str
-    plan: Callable[[Any, dict, dict], Any]
-    mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
-    nullable: bool = False
-
-
-def _coding_plan(coding: Callable[[list, int, str], tuple[list, Any]]):
+def coding_plan(coding: Callable[[list, int, str], tuple[list, Any]]):
     """The plan of top or bottom coding: per variable, the categories merged over its declared or observed order."""
     def plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
         """Per variable: (merged categories, the category written for them)."""
@@ -297,18 +284,18 @@ def _coding_plan(coding: Callable[[list, int, str], tuple[list, Any]]):
     return plan
 
 
-def _global_recoding_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
+def global_recoding_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
     """Per variable: the p lowest-frequency categories and the category written for them."""
     return {v: globally_recoded(c, category_order(c.index, orders.get(v), v), params["p"], v)
             for v, c in counts.items()}
 
 
-def _recoded(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -> pd.DataFrame:
+def recoded(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -> pd.DataFrame:
     """Each variable with its merged categories replaced by the category written for them (type kept)."""
     return pd.DataFrame({v: rows[v].mask(rows[v].isin(plan[v][0]), plan[v][1]) for v in variables})
 
 
-def _pram_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
+def pram_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
     """Per variable: its observed categories in order and their Kooiman matrix."""
     plan = {}
     for v, c in counts.items():
@@ -317,7 +304,7 @@ def _pram_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict
     return plan
 
 
-def _prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -> pd.DataFrame:
+def prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -> pd.DataFrame:
     """Each variable's categories drawn from their PRAM matrix rows; the uniform of a record is keyed by
     (seed, step, variable, record id), so a record gets the same draw in any partition."""
     out = {}
@@ -335,25 +322,16 @@ def _prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -
     return pd.DataFrame(out)
 
 
-def _suppression_plan(table: pd.DataFrame, params: dict, orders: dict) -> pd.DataFrame:
+def suppression_plan(table: pd.DataFrame, params: dict, orders: dict) -> pd.DataFrame:
     """The key combinations whose records lose values, with the bit mask of the keys they lose."""
     keys = [c for c in table.columns if c != COUNT_COL]
     pattern = suppression_patterns(table, keys, params["k"])
     return table.loc[pattern > 0, keys].assign(**{SUPPRESS_COL: pattern[pattern > 0]}).reset_index(drop=True)
 
 
-def _suppressed(rows: pd.DataFrame, variables: list[str], plan: pd.DataFrame, keys: dict) -> pd.DataFrame:
+def suppressed(rows: pd.DataFrame, variables: list[str], plan: pd.DataFrame, keys: dict) -> pd.DataFrame:
     """The key variables with the planned values missing (a record's combination, missing values included,
     picks its bit mask)."""
     bits = rows[variables].merge(plan, on=variables, how="left")[SUPPRESS_COL].fillna(0).to_numpy(np.int64)
     return pd.DataFrame({v: rows[v].astype(nullable_dtype(rows[v].dtype)).mask(bits >> j & 1 == 1)
                          for j, v in enumerate(variables)})
-
-
-CATEGORY_METHODS: dict[str, CategoryMethod] = {
-    "top_coding": CategoryMethod("values", _coding_plan(top_coded), _recoded),
-    "bottom_coding": CategoryMethod("values", _coding_plan(bottom_coded), _recoded),
-    "global_recoding": CategoryMethod("values", _global_recoding_plan, _recoded),
-    "pram": CategoryMethod("values", _pram_plan, _prammed),
-    "local_suppression": CategoryMethod("combinations", _suppression_plan, _suppressed, nullable=True),
-}

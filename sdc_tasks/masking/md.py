@@ -7,7 +7,7 @@ Sources:
   the two most distant records of those left; MDAV (statistical_databases_survey.txt, Microaggregation) is its
   later, cheaper variant that seeds with the record most distant from the average record.
 - docs/reproduction.md, "Chapter 6, Table 1": this heuristic, on the standardized Census file with the
-  attributes grouped as ``mdav.attribute_groups`` does, reproduces Table 1's IL and DLD columns for the 32
+  attributes grouped as ``microaggregation.attribute_groups`` does, reproduces Table 1's IL and DLD columns for the 32
   Mic2mul..Micmul rows (MDAV does not).
 
 Tie rule (as in ``mdav``): equal squared distances are resolved to the lowest row index of the block; the most
@@ -19,15 +19,14 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sdc_tasks.masking.mdav import (
-    _centroid,
-    _check_group_size_k,
-    _scan_group_around,
-    _scan_most_distant,
-    _scan_pair_of_groups,
-    _squared_distances,
-    checked_block,
+from sdc_tasks.masking.checks import check_group_size_k, checked_block
+from sdc_tasks.masking.microaggregation import (
+    centroid,
     grouped_block,
+    scan_group_around,
+    scan_most_distant,
+    scan_pair_of_groups,
+    squared_distances,
 )
 
 
@@ -35,9 +34,9 @@ from sdc_tasks.masking.mdav import (
 def _reach_bounds(z, rem, m, reach, exact):
     """Upper bounds on each remaining row's largest squared distance to another remaining row, by the triangle
     inequality through their average: (|z_i - c| + max_j |z_j - c|)^2; none is exact yet."""
-    c = _centroid(z, rem, m)
+    c = centroid(z, rem, m)
     radius = np.empty(m)
-    _squared_distances(z, rem, m, c, radius)
+    squared_distances(z, rem, m, c, radius)
     far = np.sqrt(radius.max())
     for a in range(m):
         t = np.sqrt(radius[a]) + far
@@ -48,11 +47,11 @@ def _reach_bounds(z, rem, m, reach, exact):
 @numba.njit(cache=True)
 def _exact_reach(z, rem, m, pos, partner, reach, exact, d):
     """Set the most distant other remaining row of ``rem[pos]`` (the lowest index among ties) and that squared
-    distance, by the MDAV scan (the row itself excluded as in ``_scan_group_around``)."""
+    distance, by the MDAV scan (the row itself excluded as in ``scan_group_around``)."""
     row = rem[pos]
-    _squared_distances(z, rem, m, z[row], d)
+    squared_distances(z, rem, m, z[row], d)
     d[pos] = -1.0
-    far = _scan_most_distant(d, m)
+    far = scan_most_distant(d, m)
     reach[row], partner[row], exact[row] = d[far], rem[far], True
 
 
@@ -94,11 +93,11 @@ def _md_labels(z, k):
     g = 0
     while m >= 3 * k:
         r = _diameter_end(z, rem, m, labels, partner, reach, exact, d)
-        m = _scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members)
+        m = scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members)
         g += 2
     if m >= 2 * k:
         r = _diameter_end(z, rem, m, labels, partner, reach, exact, d)
-        m = _scan_group_around(z, rem, m, r, k, g, labels, d, members)
+        m = scan_group_around(z, rem, m, r, k, g, labels, d, members)
         g += 1
     for a in range(m):
         labels[rem[a]] = g
@@ -121,7 +120,7 @@ def md_groups(z: np.ndarray, k: int) -> np.ndarray:
     Raises ValueError when ``k`` is not an integer >= 1, when n < k, or when a row holds a non-finite value;
     n == 0 gives an empty array.
     """
-    k = _check_group_size_k(k)
+    k = check_group_size_k(k)
     zz = checked_block(z, k, "MD")
     return _md_labels(zz, k) if len(zz) else np.empty(0, dtype=np.int64)
 

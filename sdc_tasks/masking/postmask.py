@@ -25,18 +25,11 @@ import math
 from dataclasses import dataclass
 from itertools import combinations_with_replacement
 
-import dask
-import dask.dataframe as dd
 import numba
 import numpy as np
 import pandas as pd
 
-from sdc_tasks import blocking as B
 from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_arrays
-from sdc_tasks.masking import apply as A
-from sdc_tasks.randomness import rng_for
-from sdc_tasks.reserved import ORIGINAL_PREFIX
-from sdc_tasks.stats.moments import frame_moments
 
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
 
@@ -230,83 +223,6 @@ def random_start(original: np.ndarray, n: int, rng: np.random.Generator) -> np.n
     each variable drawn independently from a normal with the original's mean and population sd."""
     x = np.asarray(original, dtype=np.float64)
     return x.mean(axis=0) + x.std(axis=0) * rng.standard_normal((n, x.shape[1]))
-
-
-# ---- the block kernel and its Dask plumbing ----
-
-
-def original_columns(variables: list[str]) -> list[str]:
-    """Names of the columns that carry each record's original values through the block stage."""
-    return [ORIGINAL_PREFIX + v for v in variables]
-
-
-def with_original(ddf: dd.DataFrame, variables: list[str], ctx) -> A.Staged:
-    """The step input with each record's original values (``ctx.reference``, matched by id; the input itself
-    when there is no reference) beside the masked ones, same partitions and row order; a record without an
-    original is an error naming its id. Keep the result alive until its frame has been used."""
-    cols = original_columns(variables)
-    if ctx.reference is None:
-        return A.Staged(ddf.assign(**{c: ddf[v].astype("float64") for c, v in zip(cols, variables)}), 0)
-    missing = [c for c in [ctx.id_column, *variables] if c not in ctx.reference.columns]
-    if missing:
-        raise ValueError(f"the original records lack column(s) {missing} needed by post-masking optimization")
-    offsets = B.offsets_of(B.partition_lengths(ddf))
-    ids = ddf[[ctx.id_column]]
-    parts = [dask.delayed(_with_positions)(part, int(offsets[i])) for i, part in enumerate(ids.to_delayed())]
-    positions = dd.from_delayed(parts, meta=_with_positions(ids._meta, 0), verify_meta=False)
-    ref = ctx.reference[[ctx.id_column, *variables]].rename(columns=dict(zip(variables, cols)))
-    joined = positions.merge(ref, on=ctx.id_column, how="left")
-    unmatched = joined[joined[cols[0]].isna()][ctx.id_column].head(1, npartitions=-1)
-    if len(unmatched):
-        raise ValueError(f"record {ctx.id_column} = {unmatched.tolist()[0]!r} has no original record")
-    placeholders = ddf.assign(**{c: 0.0 for c in cols})
-    return A.restore_order(placeholders, joined[[B.POS_COL, *cols]], cols)
-
-
-def _with_positions(part: pd.DataFrame, first: int) -> pd.DataFrame:
-    """The id column of one partition with each record's position in the collection (``_pos``)."""
-    out = part.copy()
-    out[B.POS_COL] = np.arange(first, first + len(part), dtype=np.int64)
-    return out
-
-
-def original_context(source: dd.DataFrame, variables: list[str], ctx) -> dict:
-    """What the kernel needs besides the block, under ``context``: the variables, the original's mean and
-    population sd (standardization, Algorithm 1 step 1), seed and step (random streams keyed by (seed,
-    step, block))."""
-    m = frame_moments(source, original_columns(variables))
-    return {"context": {"variables": list(variables), "center": m.mean, "scale": m.sd, "seed": ctx.seed,
-                        "step": ctx.step}}
-
-
-def postmask_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats) -> np.ndarray:
-    """Algorithm 1 on one block against the original records of the same ids (post_masking_optimization.txt
-    sec. 3.2)."""
-    original, rng = _block_original(block, params)
-    return _optimized(original, x, params["q"], params["correspondence"], params, rng)
-
-
-def synthetic_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats) -> np.ndarray:
-    """Synthetic records for one block: Algorithm 1 from a random start with q = 1
-    (post_masking_optimization.txt sec. 5); the block's input values are not used."""
-    original, rng = _block_original(block, params)
-    return _optimized(original, random_start(original, len(x), rng), 1.0, "nearest", params, rng)
-
-
-def _block_original(block: pd.DataFrame, params: dict) -> tuple[np.ndarray, np.random.Generator]:
-    """The block's original records and its random stream, keyed by (seed, step, block)."""
-    ctx = params["context"]
-    original = block[original_columns(ctx["variables"])].to_numpy(np.float64)
-    return original, rng_for(ctx["seed"], ctx["step"], int(block[B.BLOCK_COL].iloc[0]))
-
-
-def _optimized(original: np.ndarray, start: np.ndarray, q: float, correspondence: str, params: dict,
-               rng: np.random.Generator) -> np.ndarray:
-    """Algorithm 1 with the step's parameters and the global standardization."""
-    ctx = params["context"]
-    return post_mask(original, start, params["p"], q, params["target_e"], params["max_iter"],
-                     params["perturbation_sd"], rng, params["order"], ctx["center"], ctx["scale"],
-                     correspondence).values
 
 
 def with_nearest_ids(original: pd.DataFrame, masked: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:

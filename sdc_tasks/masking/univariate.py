@@ -18,14 +18,15 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sdc_tasks.masking.mdav import _as_columns, _check_finite_rows, _check_group_size_k, group_means
+from sdc_tasks.masking.checks import as_columns, check_finite_rows, check_group_size_k
+from sdc_tasks.masking.microaggregation import group_means
 
 PROJECTIONS = ("z", "pcp")
 
 
 def _check_n_k(n: int, k: int) -> int:
     """Return ``k`` checked (integer >= 1) and raise ValueError when 0 < n < k."""
-    k = _check_group_size_k(k)
+    k = check_group_size_k(k)
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be an integer >= 0, got {n!r}")
     if 0 < n < k:
@@ -138,11 +139,11 @@ def _check_tiebreak(tiebreak: np.ndarray, n: int) -> np.ndarray:
 
 def _per_column(x: np.ndarray, k: int, tiebreak: np.ndarray, optimal: bool) -> np.ndarray:
     """Each column of x sorted by (value, tiebreak), grouped, and replaced by its group means."""
-    xx = _as_columns(x, "x")
+    xx = as_columns(x, "x")
     n, p = xx.shape
     k = _check_n_k(n, k)
     t = _check_tiebreak(tiebreak, n)
-    _check_finite_rows(xx, "x")
+    check_finite_rows(xx, "x")
     out = np.empty_like(xx)
     if n == 0:
         return out
@@ -189,11 +190,11 @@ def first_principal_axis(z: np.ndarray) -> np.ndarray:
     column index among them decides. When the largest eigenvalue is repeated the axis within its
     eigenspace is the one LAPACK returns (deterministic for a given platform).
     """
-    zz = _as_columns(z, "z")
+    zz = as_columns(z, "z")
     n, p = zz.shape
     if n == 0:
         raise ValueError("z has no rows: the principal axis is undefined")
-    _check_finite_rows(zz, "z")
+    check_finite_rows(zz, "z")
     const = zz.max(axis=0) == zz.min(axis=0)
     c = zz - zz.mean(axis=0)
     c[:, const] = 0.0
@@ -223,8 +224,8 @@ def projection_scores(z: np.ndarray, kind: str) -> np.ndarray:
     ``z`` is used as given (the caller standardizes, e.g. with global centre/scale). Raises ValueError for an
     unknown kind or a non-finite value.
     """
-    zz = _as_columns(z, "z")
-    _check_finite_rows(zz, "z")
+    zz = as_columns(z, "z")
+    check_finite_rows(zz, "z")
     if kind == "z":
         return zz.sum(axis=1)
     if kind == "pcp":
@@ -243,14 +244,14 @@ def projected_microaggregation(x: np.ndarray, k: int, scores: np.ndarray, tiebre
     original scale (statistical_databases_survey.txt, Microaggregation). Raises ValueError when k is not an
     integer >= 1, 0 < n < k, ``scores``/``tiebreak`` are not of shape (n,), or a value is non-finite.
     """
-    xx = _as_columns(x, "x")
+    xx = as_columns(x, "x")
     n = xx.shape[0]
     k = _check_n_k(n, k)
     s = np.asarray(scores, dtype=np.float64)
     if s.shape != (n,):
         raise ValueError(f"scores must have shape ({n},), got {s.shape}")
     t = _check_tiebreak(tiebreak, n)
-    _check_finite_rows(xx, "x")
+    check_finite_rows(xx, "x")
     if not np.isfinite(s).all():
         raise ValueError(f"scores has a non-finite value in row {int(np.argmax(~np.isfinite(s)))}")
     if n == 0:

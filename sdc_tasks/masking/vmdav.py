@@ -20,13 +20,8 @@ import numbers
 import numba
 import numpy as np
 
-from sdc_tasks.masking.mdav import (
-    _check_group_size_k,
-    _closest,
-    _squared_distances,
-    checked_block,
-    grouped_block,
-)
+from sdc_tasks.masking.checks import check_group_size_k, checked_block
+from sdc_tasks.masking.microaggregation import centroid, closest, grouped_block, scan_most_distant, squared_distances
 
 DEFAULT_GAMMA = 0.2
 
@@ -45,28 +40,20 @@ def _split_group(z, labels, h, new, k):
     x_r is the member most distant from the group's centroid; x_r and its k-1 closest members keep
     label h, the other k members take label ``new`` (ties to the lowest row index).
     """
-    n, p = z.shape
+    n = z.shape[0]
     rows = np.empty(2 * k, np.int64)
     cnt = 0
     for i in range(n):
         if labels[i] == h:
             rows[cnt] = i
             cnt += 1
-    cen = np.zeros(p)
-    for a in range(cnt):
-        for j in range(p):
-            cen[j] += z[rows[a], j]
-    cen /= cnt
     d = np.empty(cnt)
-    _squared_distances(z, rows, cnt, cen, d)
-    far = 0
-    for a in range(1, cnt):
-        if d[a] > d[far]:
-            far = a
-    _squared_distances(z, rows, cnt, z[rows[far]], d)
+    squared_distances(z, rows, cnt, centroid(z, rows, cnt), d)
+    far = scan_most_distant(d, cnt)
+    squared_distances(z, rows, cnt, z[rows[far]], d)
     d[far] = -1.0
     keep = np.empty(k, np.int64)
-    _closest(d, cnt, k, keep)
+    closest(d, cnt, k, keep)
     for a in range(cnt):
         labels[rows[a]] = new
     for t in range(k):
@@ -81,13 +68,8 @@ def _vmdav_labels(z, k, gamma2):
     rem = np.arange(n)
     m = n
     # step 1: the centroid of the whole block, computed once, and each record's distance to it
-    cen = np.zeros(p)
-    for i in range(n):
-        for j in range(p):
-            cen[j] += z[i, j]
-    cen /= n
     dc = np.empty(n)
-    _squared_distances(z, rem, n, cen, dc)
+    squared_distances(z, rem, n, centroid(z, rem, n), dc)
     d = np.empty(n)
     dg = np.empty(n)
     members = np.empty(k, np.int64)
@@ -101,9 +83,9 @@ def _vmdav_labels(z, k, gamma2):
                 best = a
         r = rem[best]
         # step 3: r and its k-1 nearest unassigned records
-        _squared_distances(z, rem, m, z[r], d)
+        squared_distances(z, rem, m, z[r], d)
         d[best] = -1.0
-        _closest(d, m, k, members)
+        closest(d, m, k, members)
         for t in range(k):
             group_rows[t] = rem[members[t]]
             labels[rem[members[t]]] = g
@@ -118,7 +100,7 @@ def _vmdav_labels(z, k, gamma2):
         for a in range(m):
             dg[a] = np.inf
         for t in range(size):
-            _squared_distances(z, rem, m, z[group_rows[t]], d)
+            squared_distances(z, rem, m, z[group_rows[t]], d)
             for a in range(m):
                 if d[a] < dg[a]:
                     dg[a] = d[a]
@@ -129,7 +111,7 @@ def _vmdav_labels(z, k, gamma2):
                     e = a
             d_in2 = dg[e]
             row = rem[e]
-            _squared_distances(z, rem, m, z[row], d)
+            squared_distances(z, rem, m, z[row], d)
             d_out2 = np.inf
             for a in range(m):
                 if a != e and d[a] < d_out2:
@@ -221,7 +203,7 @@ def vmdav_groups(z: np.ndarray, k: int, gamma: float = DEFAULT_GAMMA) -> np.ndar
     number >= 0, 0 < n < k, or a row holds a non-finite value; n == 0 gives an empty array.
     Cost: O(n^2 p) (about k + 1 + extensions distance passes per group over the unassigned records).
     """
-    k = _check_group_size_k(k)
+    k = check_group_size_k(k)
     gamma = _check_gamma(gamma)
     zz = checked_block(z, k, "V-MDAV")
     return _vmdav_labels(zz, k, gamma * gamma) if len(zz) else np.empty(0, dtype=np.int64)
@@ -240,7 +222,7 @@ def variable_microaggregate_block(
     As ``mdav.microaggregate_block`` with ``vmdav_groups`` in place of MDAV: records are grouped on the data
     standardized with the global ``center``/``scale`` (a zero scale counts as 1), each value replaced by its
     group's average on the original scale (statistical_databases_survey.txt, Microaggregation), each group of
-    attributes (``mdav.attribute_groups``: None all together, 2 two at a time, ...) independently.
+    attributes (``microaggregation.attribute_groups``: None all together, 2 two at a time, ...) independently.
     """
     gamma = _check_gamma(gamma)
     return grouped_block(x, center, scale, group_size, lambda z: vmdav_groups(z, k, gamma))

@@ -1,0 +1,163 @@
+"""Kernel adapters: each continuous method's kernel behind the call shape of its stage, and the record
+context hooks of the record-shaped methods (the registry, ``sdc_tasks.masking.registry``, names them per
+method; the stage builders are ``sdc_tasks.masking.apply``).
+
+- block adapters (``apply.BlockKernel``): (block frame in id order, values, ids, params, global stats) ->
+  masked values;
+- column adapters (``apply.ColumnKernel``): (values of one scope, ids, params, rng) -> masked values;
+- record adapters (``apply.RecordKernel``): (values, ids, params, context) -> masked values, the context
+  holding seed, step and the moments of the step input plus what the method's context hook adds.
+"""
+
+from __future__ import annotations
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.blocking import BLOCK_COL, PROJ_COL
+from sdc_tasks.masking.apply import BlockStats, StepContext, original_columns, record_records
+from sdc_tasks.masking.distribution import distribution_mask
+from sdc_tasks.masking.jpeg import jpeg_block
+from sdc_tasks.masking.md import md_microaggregate_block
+from sdc_tasks.masking.mdav import microaggregate_block
+from sdc_tasks.masking.noise import correlated_noise, kim_transform
+from sdc_tasks.masking.postmask import post_mask, random_start
+from sdc_tasks.masking.rankswap import rank_swap_column
+from sdc_tasks.masking.resampling import resample_column, rescale
+from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
+from sdc_tasks.masking.vmdav import variable_microaggregate_block
+from sdc_tasks.randomness import rng_for
+from sdc_tasks.record_random import record_normals
+from sdc_tasks.stats.moments import frame_moments
+
+# ---- block adapters ----
+
+
+def mdav_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: BlockStats) -> np.ndarray:
+    """MDAV on one block (statistical_databases_survey.txt, Microaggregation)."""
+    return microaggregate_block(x, params["k"], stats.center, stats.scale, params["group_size"])
+
+
+def md_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: BlockStats) -> np.ndarray:
+    """MD on one block (sdc_methods_comparison_chapter.txt sec. 2, Mic2mul..Micmul)."""
+    return md_microaggregate_block(x, params["k"], stats.center, stats.scale, params["group_size"])
+
+
+def vmdav_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
+                   stats: BlockStats) -> np.ndarray:
+    """Variable-size (k..2k-1) microaggregation on one block."""
+    return variable_microaggregate_block(x, params["k"], stats.center, stats.scale, params["gamma"],
+                                         params["group_size"])
+
+
+def projected_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
+                       stats: BlockStats) -> np.ndarray:
+    """MicZ / MicPCP on one block: fixed groups of k along the projection the blocks were sorted on
+    (sdc_methods_comparison_chapter.txt sec. 2); blocks hold whole groups, so this equals the method on the
+    whole file."""
+    return projected_microaggregation(x, params["k"], block[f"{PROJ_COL}0"].to_numpy(), ids)
+
+
+def jpeg_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict, stats: BlockStats) -> np.ndarray:
+    """JPEG q on one tile of records in id order (sdc_methods_comparison_chapter.txt sec. 2, Lossy compression)."""
+    return jpeg_block(x, params["q"], stats.lo, stats.hi)
+
+
+def postmask_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
+                      stats: BlockStats) -> np.ndarray:
+    """Algorithm 1 on one block against the original records of the same ids (post_masking_optimization.txt
+    sec. 3.2)."""
+    original, rng = _block_original(block, params)
+    return _optimized(original, x, params["q"], params["correspondence"], params, rng)
+
+
+def synthetic_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
+                       stats: BlockStats) -> np.ndarray:
+    """Synthetic records for one block: Algorithm 1 from a random start with q = 1
+    (post_masking_optimization.txt sec. 5); the block's input values are not used."""
+    original, rng = _block_original(block, params)
+    return _optimized(original, random_start(original, len(x), rng), 1.0, "nearest", params, rng)
+
+
+def _block_original(block: pd.DataFrame, params: dict) -> tuple[np.ndarray, np.random.Generator]:
+    """The block's original records and its random stream, keyed by (seed, step, block)."""
+    ctx = params["context"]
+    original = block[original_columns(ctx["variables"])].to_numpy(np.float64)
+    return original, rng_for(ctx["seed"], ctx["step"], int(block[BLOCK_COL].iloc[0]))
+
+
+def _optimized(original: np.ndarray, start: np.ndarray, q: float, correspondence: str, params: dict,
+               rng: np.random.Generator) -> np.ndarray:
+    """Algorithm 1 with the step's parameters and the global standardization (post_masking_optimization.txt
+    sec. 3.2)."""
+    ctx = params["context"]
+    return post_mask(original, start, params["p"], q, params["target_e"], params["max_iter"],
+                     params["perturbation_sd"], rng, params["order"], ctx["center"], ctx["scale"],
+                     correspondence).values
+
+
+# ---- column adapters ----
+
+
+def rankswap_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """Rank swapping (statistical_databases_survey.txt, Data swapping and rank swapping)."""
+    return rank_swap_column(values, ids, params["p"], rng)
+
+
+def mic_ir_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """Individual ranking microaggregation of one variable (sdc_methods_comparison_chapter.txt sec. 2, MicIR)."""
+    return individual_ranking(values[:, None], params["k"], ids)[:, 0]
+
+
+def mic_optimal_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """Optimal univariate microaggregation (Hansen-Mukherjee; statistical_databases_survey.txt ref. [22])."""
+    return optimal_univariate(values[:, None], params["k"], ids)[:, 0]
+
+
+def resample_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """Resampling with t samples (sdc_methods_comparison_chapter.txt sec. 2, Resampling)."""
+    return resample_column(values, ids, params["t"], rng)
+
+
+def distr_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
+    """Data distortion by the best-fitting distribution (sdc_methods_comparison_chapter.txt sec. 2, Distr)."""
+    return distribution_mask(values, ids, rng)
+
+
+# ---- record adapters and their context hooks: (step input, variables, params, ctx, context) -> more context ----
+
+
+def noise_on_records(x: np.ndarray, ids: np.ndarray, params: dict, context: dict) -> np.ndarray:
+    """Additive noise from record-keyed normals: N(0, alpha Sigma) with alpha = p^2 when correlated (so each
+    variable's noise sd is p s_j as in the uncorrelated N(0, p s)); optionally Kim's linear transformation
+    restoring means and covariances (statistical_databases_survey.txt, Noise addition;
+    sdc_methods_comparison_chapter.txt sec. 2)."""
+    normals = record_normals(context["seed"], context["step"], ids, x.shape[1])
+    alpha = params["p"] ** 2
+    cov = context["cov"] if params["correlated"] else np.diag(np.diag(context["cov"]))
+    z = correlated_noise(x, alpha, cov, normals)
+    if "noised_mean" not in context:
+        return z
+    return kim_transform(z, alpha, context["mean"], context["n"], context["noised_mean"])
+
+
+def noise_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: StepContext, context: dict) -> dict:
+    """With Kim's linear transformation: the means of the noised variables, which it needs (survey, Noise
+    addition); nothing otherwise."""
+    if not params["linear_transform"]:
+        return {}
+    noised = record_records(ddf, variables, params, ctx, noise_on_records, context)
+    return {"noised_mean": frame_moments(noised, variables).mean}
+
+
+def rescale_on_records(x: np.ndarray, ids: np.ndarray, params: dict, context: dict) -> np.ndarray:
+    """Rescaling to the original means and variances (pil_measures.txt sec. 5)."""
+    return rescale(x, context["ref_mean"], context["ref_var"], context["mean"], context["var"])
+
+
+def rescale_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: StepContext, context: dict) -> dict:
+    """The means and variances of the original records (``ctx.reference``; the step input when there is
+    none) that rescaling restores (pil_measures.txt sec. 5)."""
+    ref = frame_moments(ctx.reference if ctx.reference is not None else ddf, variables)
+    return {"ref_mean": ref.mean, "ref_var": ref.sd ** 2}
