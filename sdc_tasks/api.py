@@ -233,10 +233,9 @@ def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, se
         Also write the result there, as ``sdc mask --out``: a ``.csv`` file, else a Parquet dataset directory.
     overwrite : bool, default False
         Replace an existing ``out`` (a directory only if sdc wrote it).
-    client : distributed.Client, optional
-        Run on this client (default: the active client, else threads in this process).
-    workers : int, optional
-        Run on a LocalCluster of this many worker processes started for this call.
+    client, workers : distributed.Client, int, optional
+        Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
+        the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
     **params
         The method's parameters, e.g. ``k=3`` for MDAV or ``p=15`` for rank swapping.
 
@@ -305,10 +304,9 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         Sampling weight column of the masked data (individual risk).
     reference : DataFrame or path, optional
         Reference records for EBIL_RF and PRIL_RF.
-    client : distributed.Client, optional
-        Run on this client (default: the active client, else threads in this process).
-    workers : int, optional
-        Run on a LocalCluster of this many worker processes started for this call.
+    client, workers : distributed.Client, int, optional
+        Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
+        the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
 
     Returns
     -------
@@ -371,10 +369,9 @@ def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None,
         Also write the comparison's files there (ranking, R-U map, report), as ``sdc compare --out``.
     overwrite : bool, default False
         Replace an existing ``out`` written by sdc.
-    client : distributed.Client, optional
-        Run on this client (default: the active client, else threads in this process).
-    workers : int, optional
-        Run on a LocalCluster of this many worker processes started for this call.
+    client, workers : distributed.Client, int, optional
+        Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
+        the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
 
     Returns
     -------
