@@ -7,7 +7,7 @@ table of our values beside the published ones (the source of docs/comparison.md)
     .venv/bin/python benchmarks/compare_census.py [--workers 2] [--out DIR] [--parallel auto] [--risk published]
 
 ``--risk published`` ranks on DLDpub and PLDpub, linkage as the published Table 1 was computed
-(docs/reproduction.md), in place of METRICS.md's DLD and PLD.
+(docs/reproduction.md), in place of docs/metrics.md's DLD and PLD.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 Census: rank swapping p = 14 (Table 1) and Mic4mul k = 10 (MD, k = 10, group_size = 4; Table 2), then
 ``postmask`` with the tables' (p, q, TargetE). Score = 0.5 IL + 0.25 DLD + 0.25 ID (expr. (2)) under the
 paper's correspondence (sec. 2: each masked record stands for its nearest original record), and, in the
-columns p* the published values, idS_nn and idS_id score_simple under METRICS.md's pairing by id for
+columns p* the published values, idS_nn and idS_id score_simple under docs/metrics.md's pairing by id for
 ``correspondence`` nearest (the paper's C(i)) and id, s the seconds of both postmask runs.
 
 Usage: python benchmarks/postmask_census.py [--rows 1000000 --workers 2]   (not a test)

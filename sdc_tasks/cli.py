@@ -224,9 +224,9 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                 workers: int = typer.Option(2, help="Dask workers"),
                 dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
                 overwrite: bool = typer.Option(False, help="replace an existing output directory"),
-                risk: str = typer.Option("metrics", help="linkage measures the score ranks on: metrics (METRICS.md "
-                                         "DLD, PLD) or published (DLDpub, PLDpub: the setup of chapter 6 Table 1, "
-                                         "docs/reproduction.md)"),
+                risk: str = typer.Option("metrics", help="linkage measures the score ranks on: metrics "
+                                         "(docs/metrics.md DLD, PLD) or published (DLDpub, PLDpub: the setup of "
+                                         "chapter 6 Table 1, docs/reproduction.md)"),
                 tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
                 tls_key: Optional[str] = TLS_KEY) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""

@@ -4,7 +4,7 @@ and the capped radius counts of distance-based record linkage.
 Compiled searches over one tree serve both: post-masking needs one nearest record at a time inside its hill
 climb (post_masking_optimization.txt sec. 2, Algorithm 1), and distance linkage needs, per masked record, how
 many originals are strictly nearer than its own original and how many tie with it, where "two or more strictly
-nearer" already settles DLD and DLD2 (sdc_methods_comparison_chapter.txt sec. 3; shared/METRICS.md DLD_i). A
+nearer" already settles DLD and DLD2 (sdc_methods_comparison_chapter.txt sec. 3; docs/metrics.md DLD_i). A
 count that stops at two is far cheaper than the three nearest records when masking is heavy and the ball
 around a masked record holds many originals.
 """

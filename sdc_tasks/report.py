@@ -2,7 +2,7 @@
 
 Everything rendered here comes from the pipeline's ``summary`` dict, which holds run facts, gate checks and
 aggregate metrics only: the report never sees, and so never prints, record-level values.
-Metric keys, groups and descriptions follow shared/METRICS.md; the R-U map follows
+Metric keys, groups and descriptions follow docs/metrics.md; the R-U map follows
 statistical_databases_survey.txt, "R-U maps" (pairs of disclosure risk and information loss per release strategy).
 """
 
@@ -48,7 +48,7 @@ MATRIX_ERRORS = (("MSE", "Mean square error"), ("MAE", "Mean absolute error"), (
 
 @dataclass(frozen=True)
 class MetricSpec:
-    """One METRICS.md key (or numbered family of keys): a full-match regex, its group and a description."""
+    """One docs/metrics.md key (or numbered family of keys): a full-match regex, its group and a description."""
 
     pattern: str
     group: str
@@ -60,7 +60,7 @@ def _exact(key: str, group: str, description: str) -> MetricSpec:
     return MetricSpec(re.escape(key), group, description)
 
 
-# METRICS.md order; "{i}" in a description is the key's number.
+# docs/metrics.md order; "{i}" in a description is the key's number.
 METRIC_SPECS: tuple[MetricSpec, ...] = (
     _exact("IL1", GROUP_IL, "Mean variation of cells, X vs X' (%)"),
     _exact("IL2", GROUP_IL, "Mean variation of attribute means (%)"),
@@ -264,7 +264,7 @@ class MetricRow:
 
 
 def metric_row(key: str, value: numbers.Real) -> MetricRow:
-    """Return a metric resolved to its group, description and position (group, METRICS.md order, number, key).
+    """Return a metric resolved to its group, description and position (group, docs/metrics.md order, number, key).
 
     Counts (integers, such as IL1_zero_cells) stay integers; every other value becomes a float.
     """
@@ -280,10 +280,10 @@ def metric_row(key: str, value: numbers.Real) -> MetricRow:
 
 
 def metrics_table_rows(metrics: dict) -> list[dict]:
-    """Return rows {"measure", "value", "group", "description"} for the numeric metrics, in METRICS.md order.
+    """Return rows {"measure", "value", "group", "description"} for the numeric metrics, in docs/metrics.md order.
 
     Groups come in the order Information loss, Disclosure risk, Score, Other; unknown numeric keys close the
-    list under "Other" sorted by name, and non-numeric bookkeeping keys are skipped (METRICS.md).
+    list under "Other" sorted by name, and non-numeric bookkeeping keys are skipped (docs/metrics.md).
     """
     rows = sorted(
         (metric_row(key, value) for key, value in metrics.items() if _is_metric_value(key, value)),
@@ -404,9 +404,9 @@ def steps_section(steps: list[dict]) -> Section:
 
 
 def metric_sections(metrics: dict) -> list[Section]:
-    """Return the metrics heading and one table section per metric group (METRICS.md definitions)."""
+    """Return the metrics heading and one table section per metric group (docs/metrics.md definitions)."""
     rows = metrics_table_rows(metrics)
-    note = ("Definitions: shared/METRICS.md. Percent unless marked (fraction); lower is better for every loss, "
+    note = ("Definitions: docs/metrics.md. Percent unless marked (fraction); lower is better for every loss, "
             "risk and score measure.")
     intro = Section("Metrics", paragraphs=[note if rows else "No metrics were recorded."])
     groups = [

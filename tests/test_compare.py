@@ -177,7 +177,7 @@ def test_published_risk_setup_ranks_on_dldpub_and_pldpub():
     a, b = result("A", 10, 20, 30, 40), result("B", 12, 1, 1, 40)
     a.metrics.update(DLDpub=2.0, PLDpub=4.0)
     b.metrics.update(DLDpub=30.0, PLDpub=50.0)
-    # METRICS.md measures: A 5 + 2.5 + 3.75 + 10 = 21.25, B 6 + 0.125 + 0.125 + 10 = 16.25
+    # docs/metrics.md measures: A 5 + 2.5 + 3.75 + 10 = 21.25, B 6 + 0.125 + 0.125 + 10 = 16.25
     assert C.ranking_table([a, b])["Method"].tolist() == ["B", "A"]
     # published setup: A 5 + 0.25 + 0.5 + 10 = 15.75, B 6 + 3.75 + 6.25 + 10 = 26
     table = C.ranking_table([a, b], "published")

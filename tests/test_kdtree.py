@@ -10,7 +10,7 @@ from sdc_tasks.metrics.risk import TIE_RTOL, exact_distances, search_radius
 
 
 def brute_counts(points: np.ndarray, queries: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """All-pairs strictly-nearer and tied counts (the METRICS.md tie tolerance)."""
+    """All-pairs strictly-nearer and tied counts (the docs/metrics.md tie tolerance)."""
     d = exact_distances(points[None, :, :], queries[:, None, :])
     tol = TIE_RTOL * d_own[:, None]
     return (d < d_own[:, None] - tol).sum(axis=1), (np.abs(d - d_own[:, None]) <= tol).sum(axis=1)

@@ -1,5 +1,5 @@
 """Blocked exact distance-based linkage equals brute force (sdc_methods_comparison_chapter.txt sec. 3;
-METRICS.md DLD_i, DLD2_i with the 1/t tie rule), whatever the cells and partitions; the spatial split covers
+docs/metrics.md DLD_i, DLD2_i with the 1/t tie rule), whatever the cells and partitions; the spatial split covers
 every record a search ball can hold. The published-setup probabilistic linkage (PLDpub) equals an all-pairs
 computation when every original is a candidate."""
 

@@ -1,7 +1,7 @@
-"""Tests for the metric kernels and the evaluation graph against independent values (shared/METRICS.md).
+"""Tests for the metric kernels and the evaluation graph against independent values (docs/metrics.md).
 
 Every expected value is either worked out by hand (arithmetic in the comments) or computed by a plain
-numpy / fractions reference written here from the METRICS.md formulas; nothing is checked by calling the
+numpy / fractions reference written here from the docs/metrics.md formulas; nothing is checked by calling the
 code under test twice and comparing it with itself.
 """
 
@@ -76,7 +76,7 @@ def assert_moments_close(mo, mean, comoment, n, rtol):
 
 
 def brute_dld(x: np.ndarray, xm: np.ndarray, own: np.ndarray) -> tuple[float, float]:
-    """DLD and DLD2 (percent) by an O(n n') brute force, straight from METRICS.md.
+    """DLD and DLD2 (percent) by an O(n n') brute force, straight from docs/metrics.md.
 
     Both files standardized with the original's mean and population sd: z = (x - mean) / sd. The distance
     between z'_i and z_k only involves (x'_i - x_k) / sd, so it is computed from raw differences (the mean
@@ -99,7 +99,7 @@ def brute_dld(x: np.ndarray, xm: np.ndarray, own: np.ndarray) -> tuple[float, fl
 
 
 def brute_id(x: np.ndarray, xm: np.ndarray) -> tuple[list[float], float]:
-    """ID_1..ID_10 and SDID (percent) over all columns, by loops, straight from METRICS.md.
+    """ID_1..ID_10 and SDID (percent) over all columns, by loops, straight from docs/metrics.md.
 
     Rank position of x' in the sorted original column = number of original values strictly below x'
     (searchsorted-left), clipped to n-1; with P = floor(p n / 100) the interval runs from sorted[max(0, r-P)]
@@ -152,7 +152,7 @@ def test_merge_of_random_splits_equals_whole(seed, n, p, cuts):
     mean, comoment = ref_moments(x)
     assert_moments_close(merged, mean, comoment, n, 1e-12)
     assert_moments_close(moments_of(x), mean, comoment, n, 1e-12)
-    # population covariance divides by n (METRICS.md: moments divide by n)
+    # population covariance divides by n (docs/metrics.md: moments divide by n)
     np.testing.assert_allclose(merged.cov, np.cov(x.T, bias=True).reshape(p, p), rtol=1e-10, atol=1e-10)
 
 

@@ -1,4 +1,4 @@
-"""Tests for the PLD kernels (sdc_methods_comparison_chapter.txt sec. 3; Jaro 1989; METRICS.md PLD).
+"""Tests for the PLD kernels (sdc_methods_comparison_chapter.txt sec. 3; Jaro 1989; docs/metrics.md PLD).
 
 Expected values come from hand arithmetic, from the generating parameters of simulated data, from brute force
 (scipy.optimize.linear_sum_assignment on dense matrices) or from an established implementation

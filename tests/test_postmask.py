@@ -236,7 +236,7 @@ def test_synthetic_method_replaces_every_record(census, sync_dask):
 
 def scores(original: pd.DataFrame, masked: pd.DataFrame, cols: list[str], paper: bool) -> dict:
     """IL, DLD, ID and score_simple (expr. (2)); ``paper``: under the paper's correspondence (sec. 2, each
-    masked record stands for its nearest original record), else METRICS.md's pairing by id."""
+    masked record stands for its nearest original record), else docs/metrics.md's pairing by id."""
     m = with_nearest_ids(original, masked, cols, "record_id") if paper else masked
     return evaluate(dd.from_pandas(original, 1), dd.from_pandas(m, 1), "record_id", cols, CENSUS_KEYS,
                     ("il", "dld", "id"))

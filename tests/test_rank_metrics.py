@@ -1,4 +1,4 @@
-"""Tests for brMAE and brMSE (bounded_rank_metrics.txt eq. 8, 9; METRICS.md: ties by increasing record id).
+"""Tests for brMAE and brMSE (bounded_rank_metrics.txt eq. 8, 9; docs/metrics.md: ties by increasing record id).
 
 Expected values come from hand arithmetic (comments), from brute force over all permutations, or from
 the paper's own Tables 1 and 2; never from the code under test run twice.
@@ -185,7 +185,7 @@ def test_exact_sums_for_large_ranks():
 
 
 def test_degenerate_and_invalid():
-    # n = 1: both maxima are 0, the terms are undefined (METRICS.md): left out and counted
+    # n = 1: both maxima are 0, the terms are undefined (docs/metrics.md): left out and counted
     assert bounded_rank_metrics(rank_errors(np.array([[1, 1]]), np.array([[1, 1]])), 1) == {
         "brMAE_undefined_terms": 2.0, "brMSE_undefined_terms": 2.0}
     # counts must be n

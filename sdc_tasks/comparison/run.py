@@ -47,7 +47,7 @@ RANK_DIGITS = 9
 RANKING_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank",
                    "PIL", "Risk", "Family", "Registry", "Params", "Seconds")
 MEASURE_ALIASES = {"Score": "score", "Risk": "risk"}
-# The linkage measures a ranking puts in Table 1's DLD and PLD columns: METRICS.md's ("metrics") or those of the
+# The linkage measures a ranking puts in Table 1's DLD and PLD columns: docs/metrics.md's ("metrics") or those of the
 # setup the published Table 1 was computed with ("published", docs/reproduction.md)
 RISK_SETUPS = {"metrics": ("DLD", "PLD"), "published": ("DLDpub", "PLDpub")}
 
@@ -390,7 +390,7 @@ def risk(metrics: dict, risk_setup: str = "metrics") -> float:
     """The disclosure-risk half of the chapter 6 score, normalised to weights summing to 1:
     0.25 DLD + 0.25 PLD + 0.5 ID, so that score = 0.5 IL + 0.5 risk (sdc_methods_comparison_chapter.txt
     sec. 4, Score); the unprotected file has risk 100. DLD and PLD are the linkage measures of ``risk_setup``
-    (RISK_SETUPS: METRICS.md's DLD and PLD, or DLDpub and PLDpub, the setup of the published Table 1). NaN when
+    (RISK_SETUPS: docs/metrics.md's DLD and PLD, or DLDpub and PLDpub, the setup of the published Table 1). NaN when
     a measure is missing (left out as not finite): such a configuration ranks last."""
     dld, pld = RISK_SETUPS[risk_setup]
     return 0.25 * metrics.get(dld, math.nan) + 0.25 * metrics.get(pld, math.nan) + 0.5 * metrics.get("ID", math.nan)
@@ -399,7 +399,7 @@ def risk(metrics: dict, risk_setup: str = "metrics") -> float:
 def ranking_score(metrics: dict, risk_setup: str = "metrics") -> float:
     """The chapter 6 score 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID = 0.5 IL + 0.5 risk
     (sdc_methods_comparison_chapter.txt sec. 4, Score) with the linkage measures of ``risk_setup``; with
-    "metrics" it equals METRICS.md's score; NaN (ranked last) when a measure is missing."""
+    "metrics" it equals docs/metrics.md's score; NaN (ranked last) when a measure is missing."""
     return 0.5 * metrics.get("IL", math.nan) + 0.5 * risk(metrics, risk_setup)
 
 

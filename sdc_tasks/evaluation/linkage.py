@@ -8,7 +8,7 @@ originals that can decide its linkage credit lie in the ball of that radius arou
 every cell the ball meets, each cell counts the originals strictly nearer and tied, and the counts, which add
 over disjoint cells, are summed back per masked record. The result equals a brute-force search over the whole
 file while no task holds more than one cell of originals (sdc_methods_comparison_chapter.txt sec. 3,
-Distance-Based Record Linkage; shared/METRICS.md DLD_i, DLD2_i).
+Distance-Based Record Linkage; docs/metrics.md DLD_i, DLD2_i).
 
 Probabilistic linkage (sec. 3, Probabilistic Record Linkage; Jaro 1989) blocks on cells grown the same way but
 smaller (``PLD_CELL_ROWS``, because the exact assignment of a cell costs more than linearly in its size): a masked
@@ -157,7 +157,7 @@ def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarr
 def _group_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
                   ties: str = "share") -> np.ndarray:
     """Summed 'linked' and 'linked to 2nd nearest' credits of one group of paired partitions from the counts of
-    every cell, shape (2,). ``ties="share"``: the METRICS.md rule (1/t among t tied records); ``ties="linked"``: a
+    every cell, shape (2,). ``ties="share"``: the docs/metrics.md rule (1/t among t tied records); ``ties="linked"``: a
     record counts as linked when no record is strictly nearer than its own, as the published Table 1 was computed
     (docs/reproduction.md)."""
     closer = np.zeros(n_rows, dtype=np.int64)
@@ -269,7 +269,7 @@ def _route_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], cente
 def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresholds: tuple[float, ...],
                 per_record: int) -> Candidates:
     """Candidate pairs of one cell: each masked record with its ``per_record`` nearest originals of the cell, and
-    the agreement pattern of each pair from the standardized differences (METRICS.md PLD)."""
+    the agreement pattern of each pair from the standardized differences (docs/metrics.md PLD)."""
     ids = np.concatenate([p[0] for p in pieces])
     q = np.concatenate([p[1] for p in pieces])
     order = np.argsort(ids, kind="stable")
@@ -319,7 +319,7 @@ def _candidate_graph(g: TaskGraph, orig_parts: list, pair_parts: list, id_col: s
                      center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int, thresholds: tuple[float, ...],
                      per_record: int, em: tuple[int, float] = (EM_MAX_ITER, EM_TOL)) -> tuple[list[TaskRef], TaskRef]:
     """Add to ``g`` the candidate pairs per cell and the Fellegi-Sunter model fitted by EM on their summed pattern
-    counts, of probabilistic linkage on the given keys (METRICS.md PLD; sdc_methods_comparison_chapter.txt
+    counts, of probabilistic linkage on the given keys (docs/metrics.md PLD; sdc_methods_comparison_chapter.txt
     sec. 3); ``em``: the EM's (max_iter, tol)."""
     n_patterns = n_patterns_for(len(keys), thresholds)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)

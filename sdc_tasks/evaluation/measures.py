@@ -193,7 +193,7 @@ def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
 
 def distance_linkage(orig_parts: list, pairs: dd.DataFrame, id_col: str, key_vars: list[str],
                      center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int) -> np.ndarray:
-    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (METRICS.md DLD_i);
+    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (docs/metrics.md DLD_i);
     ``orig_parts``: delayed partitions of the original file with the id and key columns."""
     return _per_prefix(pairs, key_vars, lambda parts, sizes, i: linkage_graph(
         orig_parts, parts, sizes, id_col, key_vars[:i], center[:i], scale[:i], n, cell_rows))
@@ -281,7 +281,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
                         key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
                         cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
-    """Return METRICS.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
+    """Return docs/metrics.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
     their candidates, and the EM fit's PLD_match_prior and PLD_em_iterations), ``id`` (ID_p, ID, SDID) and, not

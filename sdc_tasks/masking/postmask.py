@@ -74,7 +74,7 @@ def objective(sums_masked: np.ndarray, n_masked: int, sums_original: np.ndarray,
 def il1_contributions(z: np.ndarray, original: np.ndarray, denom: np.ndarray, nearest: np.ndarray) -> np.ndarray:
     """Per record i, sum_j |z_ij - z_C(i),j| / denom_C(i),j (expr. (6) before the 100 / (d n') factor) with
     ``denom`` = |x| / sd of the original records, so each term is |x''_ij - x_C(i),j| / |x_C(i),j| on the
-    original scale; terms whose original value is 0 are left out (METRICS.md IL1 convention)."""
+    original scale; terms whose original value is 0 are left out (docs/metrics.md IL1 convention)."""
     ref = original[nearest]
     den = denom[nearest]
     return np.where(den > 0, np.abs(z - ref) / np.where(den > 0, den, 1.0), 0.0).sum(axis=1)
@@ -179,7 +179,7 @@ def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, targ
     (default: X's own mean and population sd; an sd of 0 counts as 1). Records outside M keep their input
     values exactly. ``order`` m adds the monomials of degree 3..m to E (sec. 5). ``correspondence``
     "nearest" is the paper's C(i), the nearest original record; "id" pairs masked record i with original
-    record i (n' = n), the correspondence of METRICS.md's IL1."""
+    record i (n' = n), the correspondence of docs/metrics.md's IL1."""
     x = np.ascontiguousarray(original, dtype=np.float64)
     xm = np.ascontiguousarray(masked, dtype=np.float64)
     if x.ndim != 2 or xm.ndim != 2 or x.shape[1] != xm.shape[1]:

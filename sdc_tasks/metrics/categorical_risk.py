@@ -158,7 +158,7 @@ def linked_share(pairs: pd.DataFrame, flow: np.ndarray, true_pairs: np.ndarray, 
     sec. 3, "percentage of correctly paired records"): records sharing a combination are indistinguishable, so
     the x records assigned from masked combination m to original combination o are a uniformly random choice
     among them, and each of the t(m, o) true pairs is linked with probability x / (a_m b_o) (a, b the
-    combination sizes): sum of x t / (a b) (the 1/t tie share of METRICS.md DLD)."""
+    combination sizes): sum of x t / (a b) (the 1/t tie share of docs/metrics.md DLD)."""
     a = masked_counts[pairs[MASKED_ROW].to_numpy()]
     b = orig_counts[pairs[ORIGINAL_ROW].to_numpy()]
     return float((flow * true_pairs / (a * b)).sum())

@@ -1,6 +1,6 @@
 """Every number reported is finite: a measure that is not (an overflow, inf - inf, 0/0) is left out with its reason.
 
-METRICS.md's rule for a term whose denominator is 0 (left out and counted in ``<key>_undefined_terms``)
+docs/metrics.md's rule for a term whose denominator is 0 (left out and counted in ``<key>_undefined_terms``)
 extends to values that are not finite: terms that are not finite are left out and counted the same way, and a
 measure whose value is not finite is left out and ``<key>_not_finite`` = 1.0 says why it is missing.
 """

@@ -1,7 +1,7 @@
 """Information loss IL1..IL5 and IL (percent), from paired-record sums and moment sketches.
 
 Source: sdc_methods_comparison_chapter.txt sec. 4 (Information Loss Metrics) and
-statistical_databases_survey.txt, "Example" of Score construction; exact definitions in shared/METRICS.md.
+statistical_databases_survey.txt, "Example" of Score construction; exact definitions in docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class CellSums:
 
 
 def cell_sums(x: np.ndarray, xm: np.ndarray) -> CellSums:
-    """Sums for IL1 over one block of paired records: |x_ij - x'_ij| / |x_ij| where x_ij != 0 (METRICS.md IL1)."""
+    """Sums for IL1 over one block of paired records: |x_ij - x'_ij| / |x_ij| where x_ij != 0 (docs/metrics.md IL1)."""
     x = np.asarray(x, dtype=np.float64)
     xm = np.asarray(xm, dtype=np.float64)
     nonzero = x != 0
@@ -56,7 +56,7 @@ def _mean_variation(orig: np.ndarray, masked: np.ndarray) -> tuple[float | None,
 
 
 def information_loss(cells: CellSums, mo: Moments, mm: Moments) -> dict[str, float]:
-    """IL1..IL5 and IL in percent, with ``<key>_undefined_terms`` counts (METRICS.md; chapter 6 sec. 4).
+    """IL1..IL5 and IL in percent, with ``<key>_undefined_terms`` counts (docs/metrics.md; chapter 6 sec. 4).
 
     IL1 = 100 mean |x - x'| / |x|; IL2 = 100 mean_j |xbar_j - xbar'_j| / |xbar_j|;
     IL3 = 100 mean_{i<=j} |v_ij - v'_ij| / |v_ij|; IL4 = 100 mean_j |v_jj - v'_jj| / |v_jj|;

@@ -1,12 +1,12 @@
 """The survey's matrix family of information loss measures (MSE, MAE, MV of X, Xbar, V, S, R, RF, C, F) and IL1s.
 
-Sources (shared/seeds):
+Sources (docs/references.md):
 - statistical_databases_survey.txt, "Information loss measures for numerical data" (the table of X - X',
   V - V', R - R', RF - RF', C - C', F - F' by mean square error / mean absolute error / mean variation, and
   the Xbar - Xbar' and S - S' variants described just above it); the same table is pil_measures.txt sec. 2,
   Table 1.
 - pil_measures.txt sec. 2, last paragraph: IL1s, the scaled mean variation of Yancey et al. (2002).
-- shared/METRICS.md: key names ``E_M`` (fractions, not percent), IL1s in percent, population moments
+- docs/metrics.md: key names ``E_M`` (fractions, not percent), IL1s in percent, population moments
   (divide by n), and the rule for undefined terms.
 
 Scale: the X measures and IL1s come from :class:`CellErrors`, sums over paired records that are computed
@@ -15,7 +15,7 @@ per block by :func:`cell_errors` and merged with ``+``; every other measure come
 
 Decisions on points the papers leave open (all documented at the formula they concern):
 
-- Mean variation is |a - a'| / |a| (a fraction, "percent variation" without the factor 100, as METRICS.md
+- Mean variation is |a - a'| / |a| (a fraction, "percent variation" without the factor 100, as docs/metrics.md
   asks for fractions). A term whose original component a is 0 is left out of the mean and counted in
   ``MV_<M>_undefined_terms``.
 - A column is *constant* ("flat") when its population sd is 0 up to rounding: sd <= FLAT_RTOL * |mean|
@@ -73,12 +73,12 @@ KEYS = tuple(f"{e}_{m}" for m in MATRICES for e in ERRORS)
 
 def flat_attributes(m: Moments) -> np.ndarray:
     """Boolean mask of the constant columns of a sketch: population sd <= FLAT_RTOL * |mean| (sd 0 up to
-    rounding; METRICS.md: a constant column makes the terms that divide by its variance undefined)."""
+    rounding; docs/metrics.md: a constant column makes the terms that divide by its variance undefined)."""
     return m.sd <= FLAT_RTOL * np.abs(m.mean)
 
 
 def effective_sd(m: Moments) -> np.ndarray:
-    """Population sd S_j of each column (METRICS.md: moments divide by n), exactly 0 for flat columns.
+    """Population sd S_j of each column (docs/metrics.md: moments divide by n), exactly 0 for flat columns.
 
     Pass ``effective_sd(original_moments)`` to :func:`cell_errors` so IL1s leaves constant columns out.
     """
@@ -137,7 +137,7 @@ def cell_errors(x: np.ndarray, xm: np.ndarray, sd: np.ndarray) -> CellErrors:
 
     ``sd`` is the vector of ORIGINAL population standard deviations S_j of the whole file (use
     :func:`effective_sd` of the original sketch); columns with S_j = 0 are left out of the IL1s sum and
-    counted in ``flat_cells`` (pil_measures.txt sec. 2; METRICS.md IL1s and undefined terms).
+    counted in ``flat_cells`` (pil_measures.txt sec. 2; docs/metrics.md IL1s and undefined terms).
     """
     x, xm = paired_columns(x, xm)
     sd = np.asarray(sd, dtype=np.float64).reshape(-1)
@@ -233,7 +233,7 @@ def matrix_measures(cells: CellErrors, mo: Moments, mm: Moments) -> dict[str, fl
 
     ``cells``: the merged :class:`CellErrors` of all paired records; ``mo`` / ``mm``: the sketches of the
     original and the masked file. Definitions (statistical_databases_survey.txt, "Information loss
-    measures for numerical data", table and the Xbar / S variants; METRICS.md):
+    measures for numerical data", table and the Xbar / S variants; docs/metrics.md):
 
     - X: over the n p paired cells; MV over the cells with x_ij != 0.
     - Xbar: over the p attribute means.
@@ -272,7 +272,7 @@ def matrix_measures(cells: CellErrors, mo: Moments, mm: Moments) -> dict[str, fl
     with np.errstate(over="ignore", invalid="ignore"):
         vo, vm = _clean_cov(mo.cov, flat_o), _clean_cov(mm.cov, flat_m)
     # V - V' (survey table): the p(p+1)/2 cells 1 <= i <= j <= p (the table's divisor p(p+1)/2 includes
-    # the diagonal; pil_measures.txt Table 1 prints p(p-1)/2 there, METRICS.md IL3 settles on i <= j)
+    # the diagonal; pil_measures.txt Table 1 prints p(p-1)/2 there, docs/metrics.md IL3 settles on i <= j)
     upper = np.triu_indices(p)
     put("V", _discrepancies(vo[upper], vm[upper], np.ones(upper[0].size, dtype=bool)))
     # S - S' (survey, the "diagonals of the covariance matrices" variant of V - V'): p variances

@@ -1,8 +1,8 @@
 """Probabilistic information loss PIL(Q), PIL(m1), PIL(m2), PIL(m11), PIL(r) and PIL (Mateo-Sanz et al.).
 
-Source: shared/seeds/pil_measures.txt sec. 4 (the measures, eq. (1)-(5), the variances of sec. 4.4) and
+Source: pil_measures.txt sec. 4 (the measures, eq. (1)-(5), the variances of sec. 4.4) and
 sec. 5 (PIL(Q) over the quantiles 5 %..95 %, PIL = 100 * mean of the five); names and conventions in
-shared/METRICS.md (PIL_* rows, "undefined terms" rule).
+docs/metrics.md (PIL_* rows, "undefined terms" rule).
 
 The original file X is the population (n records), the masked file X' the sample (n' records). Population
 parameters theta always come from X (``mo``, an order-4 Moments sketch), statistics theta_hat from X'
@@ -13,7 +13,7 @@ Conventions decided here (documented in each function):
 - ``pil(d, 0)``: a term whose sampling variance is 0 has loss 0 if the statistic is reproduced exactly
   (d == 0) and is *undefined* otherwise (an infinite z-score has no probability content worth averaging);
   undefined terms are returned as NaN by :func:`pil` and then left out and counted by the callers
-  (METRICS.md: ``<key>_undefined_terms``), never reported as NaN or inf.
+  (docs/metrics.md: ``<key>_undefined_terms``), never reported as NaN or inf.
 - Rounding guard: a discrepancy smaller than ``RTOL`` times the magnitude of the statistic (the floating
   point resolution of the sums, with a wide margin) counts as d == 0, and a variance computed as a
   difference of moments (sec. 4.4) that is within ``RTOL`` of the magnitude of its terms counts as 0.
@@ -50,7 +50,7 @@ def pil(discrepancy: np.ndarray, variance: np.ndarray) -> np.ndarray:
     pil_measures.txt sec. 4.1, eq. (1), with d = theta_hat - theta and var = Var(Theta_hat) (sec. 4.4).
     Values lie in [0, 1). Undefined terms are NaN (callers count and drop them):
     - var == 0 and d == 0: 0 (the statistic is reproduced exactly, so nothing is lost);
-    - var == 0 and d != 0: NaN (the z-score is infinite; METRICS.md: variance 0 -> term undefined);
+    - var == 0 and d != 0: NaN (the z-score is infinite; docs/metrics.md: variance 0 -> term undefined);
     - var < 0, or d or var not finite: NaN.
     """
     d = np.abs(np.asarray(discrepancy, dtype=np.float64))
@@ -201,7 +201,7 @@ def _moment_pils(mo: Moments, mm: Moments, n_masked: int) -> dict[str, tuple[np.
 
 
 def pil_measures(mo: Moments, mm: Moments, quantile_terms: list[tuple[np.ndarray, int]]) -> dict[str, float]:
-    """PIL_Q, PIL_m1, PIL_m2, PIL_m11, PIL_r (fractions) and PIL = 100 * their mean (METRICS.md).
+    """PIL_Q, PIL_m1, PIL_m2, PIL_m11, PIL_r (fractions) and PIL = 100 * their mean (docs/metrics.md).
 
     pil_measures.txt sec. 4.3 eq. (2)-(5) (means over attributes / pairs j < j') and sec. 5 (PIL(Q): mean of
     pil(Q_q) over q = 5 %..95 % in 5 % steps and all attributes; PIL = 100 (PIL(Q) + ... + PIL(r)) / 5).

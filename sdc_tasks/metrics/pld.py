@@ -1,5 +1,5 @@
-"""Numeric kernels of PLD, the probabilistic linkage disclosure risk (METRICS.md; sdc_methods_comparison_chapter.txt
-sec. 3 "Probabilistic Record Linkage"; Jaro 1989).
+"""Numeric kernels of PLD, the probabilistic linkage disclosure risk (docs/metrics.md;
+sdc_methods_comparison_chapter.txt sec. 3 "Probabilistic Record Linkage"; Jaro 1989).
 
 PLD is the percent of masked records correctly paired to their original record by probabilistic linkage:
 
@@ -343,7 +343,7 @@ def tied_max_credit(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray, row
     """Summed linkage credit of every masked record that takes its maximum-weight candidate: 1/t when its own
     original is among the t candidates sharing its largest weight, else 0 (the decision rule behind the PLD
     column of sdc_methods_comparison_chapter.txt Table 1, sec. 4, found by calibration on the Census file:
-    docs/reproduction.md; ties are shared as for DLD_i in METRICS.md).
+    docs/reproduction.md; ties are shared as for DLD_i in docs/metrics.md).
 
     Edge i joins masked record ``rows[i]`` and original ``cols[i]`` with weight ``weights[i]``; records without
     an edge earn nothing. Equal weights come from equal agreement patterns, so they compare exactly.

@@ -3,7 +3,7 @@
 For each attribute j, r_ij is the rank of the original value x_ij among the original column j and
 r~_ij the rank of the masked value x~_ij among the masked column j (each file ranked on its own, 1..n),
 record i of the two files paired by id. Ties are broken so that every rank is unique (the paper asks for
-a method "that generates unique rank values"); METRICS.md settles it: by increasing record id.
+a method "that generates unique rank values"); docs/metrics.md settles it: by increasing record id.
 
     brMAE = sum_j sum_i |r_ij - r~_ij| / (p M1(n)),   M1(n) = 2 sum_{k=1}^{K} (n - 2k + 1)      (eq. 8)
     brMSE = sum_j sum_i (r_ij - r~_ij)^2 / (p M2(n)), M2(n) = 2 sum_{k=1}^{K} (n - 2k + 1)^2    (eq. 9)
@@ -30,7 +30,7 @@ from sdc_tasks.metrics.paired_blocks import paired_columns
 
 
 def ranks(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of one column, ties broken by increasing record id (METRICS.md brMAE/brMSE;
+    """Ranks 1..n of one column, ties broken by increasing record id (docs/metrics.md brMAE/brMSE;
     bounded_rank_metrics.txt sec. 2 asks for unique ranks). Rank 1 is the smallest value."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     ids = np.asarray(ids).reshape(-1)
@@ -107,7 +107,7 @@ def bounded_rank_metrics(errors: RankErrors, n: int) -> dict[str, float]:
     brMAE = (1/p) sum_j abs_sum_j / M1(n) (bounded_rank_metrics.txt eq. 8) and
     brMSE = (1/p) sum_j sq_sum_j / M2(n) (eq. 9), computed in exact rational arithmetic and rounded once.
     Every attribute must hold exactly n records (the paper compares two permutations of 1..n). With
-    n < 2 the maxima are 0 and every term is undefined (METRICS.md): the two keys are left out and
+    n < 2 the maxima are 0 and every term is undefined (docs/metrics.md): the two keys are left out and
     ``brMAE_undefined_terms`` / ``brMSE_undefined_terms`` count the p attributes.
     """
     p = len(errors.count)

@@ -1,7 +1,7 @@
 """Disclosure risk kernels: distance-based linkage (DLD, DLD2), interval disclosure (ID, SDID) and scores.
 
 Sources: sdc_methods_comparison_chapter.txt sec. 3 (Distance-Based Record Linkage, Interval Disclosure)
-and sec. 4 (Disclosure Risk Assessment); post_masking_optimization.txt eq. (2); shared/METRICS.md.
+and sec. 4 (Disclosure Risk Assessment); post_masking_optimization.txt eq. (2); docs/metrics.md.
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ def _closer_tied(d: np.ndarray, d_own: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def linkage_credit(closer: np.ndarray, tied: np.ndarray, position: int) -> np.ndarray:
-    """Credit of each record for 'own original is the ``position``-th nearest' (METRICS.md tie rule).
+    """Credit of each record for 'own original is the ``position``-th nearest' (docs/metrics.md tie rule).
 
     With ``closer`` originals strictly nearer than the own original and ``tied`` originals (own included) at
     exactly its distance, the own record takes each of the ranks closer+1 .. closer+tied with probability
@@ -89,7 +89,7 @@ def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
     """Number of original values inside the rank interval around their masked value, for each p.
 
     The interval spans sorted original values whose rank differs from the rank position of x' by at most
-    floor(p n / 100) (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; METRICS.md ID_p).
+    floor(p n / 100) (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; docs/metrics.md ID_p).
     """
     n = sorted_orig.shape[0]
     order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
@@ -105,7 +105,7 @@ def sdid_hits(x: np.ndarray, xm: np.ndarray, sd: float, k: float = 0.05) -> int:
 
 
 def scores(metrics: dict[str, float]) -> dict[str, float]:
-    """The scores METRICS.md defines from whatever of IL, DLD, PLD, ID and PIL is present.
+    """The scores docs/metrics.md defines from whatever of IL, DLD, PLD, ID and PIL is present.
 
     score = 0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID (chapter 6 sec. 4);
     score_simple = 0.5 IL + 0.25 DLD + 0.25 ID (post_masking_optimization.txt eq. (2));
