@@ -11,6 +11,7 @@ A DataFrame given is never modified.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,11 +25,12 @@ from sdc_tasks import scheduling
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.measures import DEFAULT_FAMILIES, evaluate_paths
+from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS, StepContext
 from sdc_tasks.masking.registry import METHODS, method_catalogue, validate_params
+from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
 from sdc_tasks.pipeline.spec import column_accounting
 from sdc_tasks.reserved import reserved_role
@@ -423,3 +425,10 @@ def methods() -> pd.DataFrame:
         "parameters": {p.name: "required" if p.required else p.default for p in m.params},
         "example": m.example, "after_masking": m.after_masking, "ordinal": m.ordinal,
     } for m in method_catalogue()])
+
+
+def measures() -> pd.DataFrame:
+    """The metric catalogue, one row per metrics.json key or numbered set of keys (``DLD_<i>``): its pattern,
+    family, group, description, unit, direction (lower or higher is better), range and source section;
+    docs/metrics.md's key table is generated from the same rows."""
+    return pd.DataFrame([dataclasses.asdict(m) for m in MEASURES])

@@ -199,17 +199,33 @@ def ru_map_png(
     loss_label: str = "Information loss IL, %",
     label_front_only: bool = False,
 ) -> Path:
-    """Write an R-U confidentiality map (risk on x, information loss on y) as a deterministic PNG; return its path.
+    """Write the R-U confidentiality map of :func:`ru_map_figure` as a deterministic PNG; return its path.
+
+    Rendered with the Agg canvas at a fixed size and dpi, and saved without a Software tag, so equal inputs
+    give equal bytes.
+    """
+    path = Path(path)
+    fig = ru_map_figure(points, risk_label, loss_label, label_front_only)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path, format="png", metadata={"Software": None})
+    return path
+
+
+def ru_map_figure(
+    points: list[dict],
+    risk_label: str = "Disclosure risk (DLD+ID)/2, %",
+    loss_label: str = "Information loss IL, %",
+    label_front_only: bool = False,
+) -> Figure:
+    """An R-U confidentiality map (risk on x, information loss on y) as a matplotlib Figure (Agg canvas, fixed
+    size and dpi; nothing is written or shown).
 
     Layout after statistical_databases_survey.txt, "R-U maps": one labelled marker per release strategy (one
     marker and colour per ``group`` when points name one, e.g. a method family), the unprotected original data
     as a reference at (DR=100, IL=0), and the Pareto front as a step line when there are two points or more;
     ``label_front_only`` labels only Pareto points, at least LABEL_GAP of the axes apart (for maps of many
     points). Lower-left is better.
-    Rendered with the Agg canvas at a fixed size and dpi, and saved without a Software tag, so equal inputs
-    give equal bytes.
     """
-    path = Path(path)
     placed = _finite_points(points)
     fig = Figure(figsize=FIGSIZE_IN, dpi=DPI)
     FigureCanvasAgg(fig)
@@ -235,9 +251,7 @@ def ru_map_png(
     ax.grid(True, color="0.9")
     ax.legend(loc="best", fontsize=8, ncol=2 if len(groups) > 4 else 1)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
-    return path
+    return fig
 
 
 # ---------------------------------------------------------------- metrics

@@ -1,15 +1,46 @@
-"""What the public API returns: :class:`Metrics`, an evaluation's metrics.json keys as a read-only mapping."""
+"""What the public API returns: :class:`Metrics`, an evaluation's metrics.json keys as a read-only mapping,
+described by the metric catalogue (:mod:`sdc_tasks.metrics.catalogue`), with its headline numbers, tables and
+matplotlib figures (nothing is written or shown)."""
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Mapping
+import copy
+import html
+import numbers
+from typing import Any, Iterator, Mapping, Sequence
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
+
+HEADLINE = ("IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil", "Dist_mean", "ACTBIL",
+            "kanon_min_group", "kanon_violations_2", "kanon_violations_3", "kanon_violations_5", "sample_uniques",
+            "indiv_risk_max", "indiv_risk_mean", "PLD_cat")
+"""The keys :meth:`Metrics.summary` shows, those an evaluation computed, in this order: information loss, linkage
+and interval disclosure, the scores (sdc_methods_comparison_chapter.txt sec. 4), then the categorical measures
+(chapter sec. 5; docs/categorical.md)."""
+
+FRAME_COLUMNS = ("key", "value", "family", "group", "unit", "direction", "description")
+PLOT_COLUMNS = 4
+
+
+def _is_number(value: Any) -> bool:
+    """Whether a metrics value is a number (a bool, list or text is not)."""
+    return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
 class Metrics(Mapping[str, Any]):
-    """The metrics.json keys of one evaluation, read-only."""
+    """The metrics.json keys of one evaluation, read-only: ``metrics["IL"]``, ``dict(metrics)``.
+
+    ``to_frame()`` describes every number by its catalogue row, ``summary()`` gives the headline numbers, and
+    ``ru_figure()`` / ``plot_variables()`` return matplotlib figures. In Jupyter it shows the headline and a table
+    per group (information loss, disclosure risk, score, other).
+    """
 
     def __init__(self, values: Mapping[str, Any]) -> None:
-        self._values = dict(values)
+        self._values = copy.deepcopy(dict(values))
 
     def __getitem__(self, key: str) -> Any:
         """The value of one key."""
@@ -22,3 +53,123 @@ class Metrics(Mapping[str, Any]):
     def __len__(self) -> int:
         """The number of keys."""
         return len(self._values)
+
+    def to_dict(self) -> dict[str, Any]:
+        """A plain dict of every key (a copy): what metrics.json holds."""
+        return copy.deepcopy(self._values)
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per numeric key in report order (group, then catalogue order): its value and, from the
+        metric catalogue, family, group, unit, direction (lower or higher is better) and description."""
+        keys = sorted((k for k, v in self._values.items() if _is_number(v)), key=key_order)
+        rows = [(k, self._values[k], m.family, m.group, m.unit, m.direction, description_of(k))
+                for k, m in ((k, measure_of(k)) for k in keys)]
+        return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
+
+    def summary(self) -> pd.Series:
+        """The headline numbers computed (:data:`HEADLINE`): IL, PIL, DLD, PLD, ID and the scores; for
+        categorical families the k-anonymity violations, sample uniques, individual risk and PLD_cat."""
+        return pd.Series({k: self._values[k] for k in HEADLINE if k in self._values}, name="value", dtype=float)
+
+    def _records_line(self) -> str:
+        """'1080 masked records against 1080 original ones, paired by id, 13 continuous variables'."""
+        parts = [f"{self._values.get('n_masked', '?')} masked records against {self._values.get('n', '?')} "
+                 "original ones"]
+        if "pairing" in self._values:
+            parts.append(f"paired by {self._values['pairing']}")
+        if "p" in self._values:
+            parts.append(f"{self._values['p']} continuous variables")
+        if self._values.get("categorical"):
+            parts.append(f"{len(self._values['categorical'])} categorical variables")
+        return ", ".join(parts)
+
+    def __repr__(self) -> str:
+        """The headline numbers with their units and descriptions, readable in a terminal."""
+        lines = [f"Metrics: {self._records_line()}"]
+        for key, value in self.summary().items():
+            lines.append(f"  {key:<20} {value:>12.4f}  {measure_of(key).unit:<8}  {description_of(key)}")
+        lines.append(f"  ({len(self)} keys in all: .to_frame() describes each, dict(...) holds them)")
+        return "\n".join(lines)
+
+    def _repr_html_(self) -> str:
+        """The headline numbers, then one table per group of the catalogue (Jupyter)."""
+        frame = self.to_frame()
+        parts = [f"<p><b>Metrics</b>: {html.escape(self._records_line())}</p>",
+                 self.summary().to_frame().to_html(float_format=lambda v: f"{v:.4f}")]
+        for group in GROUP_ORDER:
+            rows = frame[frame["group"] == group]
+            if len(rows):
+                parts.append(f"<h4>{html.escape(group)}</h4>")
+                parts.append(rows.drop(columns="group").to_html(index=False, float_format=lambda v: f"{v:.4g}"))
+        return "\n".join(parts)
+
+    def ru_points(self, label: str = "masked") -> list[dict]:
+        """This evaluation's point on the R-U map, as the release report places it: IL against (DLD + ID) / 2
+        (statistical_databases_survey.txt, R-U maps); empty when IL, DLD or ID was not computed."""
+        from sdc_tasks.pipeline.stages import ru_points
+
+        return ru_points(label, self._values)
+
+    def ru_figure(self, label: str = "masked"):
+        """The R-U confidentiality map of this evaluation (a matplotlib Figure; nothing is written or shown):
+        its point, labelled ``label``, beside the original data at (DR = 100, IL = 0)."""
+        from sdc_tasks.report import ru_map_figure
+
+        return ru_map_figure(self.ru_points(label))
+
+    def plot_variables(self, original: Any, masked: Any, vars: str | Sequence[str] | None = None,
+                       id_column: str = "record_id", bins: int = 30):
+        """Per variable, the original and the masked distribution in one panel (a matplotlib Figure; nothing is
+        written or shown): histograms on common bins for numbers, category counts side by side otherwise.
+
+        ``original`` and ``masked``: pandas or Dask DataFrames (the columns plotted are computed) or paths;
+        ``vars``: default the numeric columns of ``original`` that ``masked`` has, but ``id_column``."""
+        from matplotlib.backends.backend_agg import FigureCanvasAgg
+        from matplotlib.figure import Figure
+
+        frames = [_table(d) for d in (original, masked)]
+        names = [vars] if isinstance(vars, str) else list(vars) if vars else [
+            c for c in frames[0].columns if c != id_column and c in frames[1].columns
+            and pd.api.types.is_numeric_dtype(frames[0][c]) and not pd.api.types.is_bool_dtype(frames[0][c])]
+        ncols = min(PLOT_COLUMNS, max(len(names), 1))
+        nrows = max(1, -(-len(names) // ncols))
+        fig = Figure(figsize=(3.2 * ncols, 2.6 * nrows), dpi=100)
+        FigureCanvasAgg(fig)
+        for i, name in enumerate(names):
+            ax = fig.add_subplot(nrows, ncols, i + 1)
+            _distributions(ax, _column(frames[0], name), _column(frames[1], name), bins)
+            ax.set_title(name, fontsize=9)
+        if names:
+            fig.axes[0].legend(fontsize=7)
+        fig.tight_layout()
+        return fig
+
+
+def _table(data: Any) -> Any:
+    """A DataFrame given as pandas or Dask as it is, one given as a path as a Dask DataFrame."""
+    from sdc_tasks.io import read_table
+
+    return data if isinstance(data, (pd.DataFrame, dd.DataFrame)) else read_table(data)
+
+
+def _column(frame: Any, name: str) -> pd.Series:
+    """One column of a pandas or Dask DataFrame, as pandas (computed for Dask)."""
+    column = frame[name]
+    return column.compute() if isinstance(column, dd.Series) else column
+
+
+def _distributions(ax, original: pd.Series, masked: pd.Series, bins: int) -> None:
+    """Draw one variable's original and masked distributions on ``ax``: step histograms on common bins for
+    numbers, bars of the category counts otherwise."""
+    if pd.api.types.is_numeric_dtype(original) and pd.api.types.is_numeric_dtype(masked):
+        values = np.concatenate([original.dropna().to_numpy(float), masked.dropna().to_numpy(float)])
+        edges = np.histogram_bin_edges(values[np.isfinite(values)], bins=bins)
+        ax.hist(original.dropna(), bins=edges, histtype="step", linewidth=1.4, label="original")
+        ax.hist(masked.dropna(), bins=edges, histtype="step", linewidth=1.4, label="masked")
+        return
+    counts = pd.DataFrame({"original": original.astype(str).value_counts(),
+                           "masked": masked.astype(str).value_counts()}).fillna(0).sort_index()
+    positions = np.arange(len(counts))
+    ax.bar(positions - 0.2, counts["original"], width=0.4, label="original")
+    ax.bar(positions + 0.2, counts["masked"], width=0.4, label="masked")
+    ax.set_xticks(positions, counts.index, fontsize=7, rotation=90)
