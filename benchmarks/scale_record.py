@@ -81,9 +81,9 @@ def release_figures(data: Path, tmp: Path, rows: int, workers: int, name: str, p
         end = time.time()
     print(f"rows={rows} spec={name} workers={workers}")
     stages = [row(stage, end_ - start_, rows, plain, mem.between(start_, end_))
-              for stage, (start_, end_) in summary["stage_spans"].items()]
+              for stage, (start_, end_) in summary.stage_spans.items()]
     total = row("release total (with Prefect)", end - start, rows, plain, mem.between(start, end))
-    m = summary["metrics"]
+    m = summary.metrics
     print("  metrics: " + " ".join(f"{k}={m[k]:.3f}" for k in ("IL", "PIL", "DLD", "ID") if k in m), flush=True)
     return {"rows": rows, "spec": name, "stages": stages, "total": total}
 

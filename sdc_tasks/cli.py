@@ -13,6 +13,7 @@ import typer
 
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
+from sdc_tasks.io import json_text
 from sdc_tasks.masking.registry import method_help, param_help
 from sdc_tasks.outputs import atomic_output_file
 
@@ -99,9 +100,9 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
             summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address,
                               workers=workers, overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert,
                               tls_key=tls.key)
-    m = summary["metrics"]
-    typer.echo(f"published {summary['run']['n_masked']} records to {summary['run']['output_dir']}")
-    typer.echo("  " + _accounting_line(summary["variables"]["columns"]))
+    m = summary.metrics
+    typer.echo(f"published {summary.records_out} records to {summary.paths.out_dir}")
+    typer.echo("  " + _accounting_line(summary.columns))
     typer.echo("  " + "  ".join(f"{k}={m[k]:.2f}" for k in ("IL", "DLD", "ID", "score_simple") if k in m))
 
 
@@ -156,7 +157,6 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.api import evaluate
     from sdc_tasks.cluster import dask_client
-    from sdc_tasks.pipeline.stages import json_text
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()

@@ -1,10 +1,11 @@
-"""Reading microdata (CSV or Parquet) as Dask collections, writing Parquet datasets, checksums (outputs are made
-safe by ``sdc_tasks.outputs``)."""
+"""Reading microdata (CSV or Parquet) as Dask collections, writing Parquet datasets and JSON, checksums (outputs
+are made safe by ``sdc_tasks.outputs``)."""
 
 from __future__ import annotations
 
 import csv
 import hashlib
+import json
 import re
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,11 @@ def detect_format(path: str | Path) -> str:
     raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
 
 
+def input_format(path: str | Path, fmt: str) -> str:
+    """The format a read of ``path`` uses: ``fmt``, or for "auto" the one :func:`detect_format` tells."""
+    return detect_format(path) if fmt == "auto" else fmt
+
+
 QUOTED = re.compile(r"'[^']*'|\"[^\"]*\"")  # text a reader's message quotes (the cell it could not parse)
 WHOLE_SAMPLE_BYTES = 16 * 2**20  # a CSV file up to this size has its column types inferred from every row
 
@@ -60,7 +66,7 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     ``dtype`` forces the type of CSV columns (default: inferred). The files are checked first (:func:`check_files`),
     so Dask never opens a FIFO or meets a header or schema it would change or fail on."""
     p = Path(path)
-    fmt = detect_format(p) if fmt == "auto" else fmt
+    fmt = input_format(p, fmt)
     if not p.exists():
         raise InputError(f"input not found: {p}")
     check_files(p, fmt)
@@ -212,11 +218,18 @@ def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:
     return out
 
 
-def add_row_ids(ddf: dd.DataFrame, id_col: str) -> dd.DataFrame:
-    """``ddf`` with a first int64 column ``id_col`` holding the global row position (0-based)."""
+def check_new_id(ddf: dd.DataFrame, id_col: str) -> None:
+    """Raise InputError when ``ddf`` already has a column ``id_col``, which an id created from row positions would
+    replace."""
     if id_col in ddf.columns:
         raise InputError(f"cannot create id column {id_col!r}: the input already has a column of that name")
-    offsets = offsets_of(partition_lengths(ddf))
+
+
+def add_row_ids(ddf: dd.DataFrame, id_col: str, lengths: list[int] | None = None) -> dd.DataFrame:
+    """``ddf`` with a first int64 column ``id_col`` holding the global row position (0-based); ``lengths``: the
+    rows of each partition when known (else counted, a pass over the data)."""
+    check_new_id(ddf, id_col)
+    offsets = offsets_of(partition_lengths(ddf) if lengths is None else lengths)
     parts = [dask.delayed(_with_ids)(p, int(offsets[i]), id_col) for i, p in enumerate(ddf.to_delayed())]
     return dd.from_delayed(parts, meta=_with_ids(ddf._meta, 0, id_col), verify_meta=False)
 
@@ -248,6 +261,18 @@ def parquet_row_counts(path: str | Path) -> list[int]:
     return [pq.ParquetFile(f).metadata.num_rows for f in sorted(Path(path).glob("*.parquet"))]
 
 
+def read_checkpoint(path: str | Path, id_col: str, keep_partitions: bool) -> dd.DataFrame:
+    """The Parquet checkpoint of an input file (``write_parquet`` of its first read), one partition per file as the
+    input was read. ``id_col`` is created from row positions when the checkpoint lacks it (the input had none),
+    from the files' row counts: no pass over the data. ``keep_partitions``: the input was CSV, whose reads never
+    merge partitions, so neither do the checkpoint's (a Parquet read merges partitions when it reads few columns,
+    as a Parquet input's read does)."""
+    ddf = dd.read_parquet(str(path), index=False, split_row_groups=False)
+    if id_col not in ddf.columns:
+        return add_row_ids(ddf, id_col, parquet_row_counts(path))
+    return dd.from_delayed(ddf.to_delayed(), meta=ddf._meta, verify_meta=False) if keep_partitions else ddf
+
+
 def read_table_pandas(path: str | Path, fmt: str = "auto") -> pd.DataFrame:
     """Return a small file as one pandas DataFrame (tests, bundled data)."""
     return read_table(path, fmt).compute().reset_index(drop=True)
@@ -269,3 +294,24 @@ def tree_checksums(root: Path) -> dict[str, str]:
         for f in sorted(root.rglob("*"))
         if f.is_file()
     }
+
+
+def json_text(obj) -> str:
+    """``obj`` as indented, key-sorted, strict JSON: a NaN or an infinity raises ValueError instead of being
+    written as the invalid tokens NaN / Infinity."""
+    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default, allow_nan=False)
+
+
+def write_json(path: Path, obj: dict) -> Path:
+    """Write ``obj`` as :func:`json_text` (nothing is written when it raises)."""
+    path.write_text(json_text(obj) + "\n")
+    return path
+
+
+def _json_default(o):
+    """JSON encoding for numpy scalars and paths."""
+    if isinstance(o, np.generic):
+        return o.item()
+    if isinstance(o, Path):
+        return str(o)
+    raise TypeError(f"not JSON serialisable: {type(o).__name__}")

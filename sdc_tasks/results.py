@@ -106,7 +106,7 @@ class Metrics(Mapping[str, Any]):
     def ru_points(self, label: str = "masked") -> list[dict]:
         """This evaluation's point on the R-U map, as the release report places it: IL against (DLD + ID) / 2
         (statistical_databases_survey.txt, R-U maps); empty when IL, DLD or ID was not computed."""
-        from sdc_tasks.pipeline.stages import ru_points
+        from sdc_tasks.pipeline.summary import ru_points
 
         return ru_points(label, self._values)
 

@@ -15,7 +15,17 @@ import pandas as pd
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.errors import InputError
-from sdc_tasks.io import add_row_ids, read_input, read_table, read_with_ids, reader_reason
+from sdc_tasks.io import (
+    add_row_ids,
+    check_new_id,
+    input_format,
+    read_checkpoint,
+    read_input,
+    read_table,
+    read_with_ids,
+    reader_reason,
+    write_parquet,
+)
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -178,17 +188,17 @@ def _mostly_numbers(ddf: dd.DataFrame, columns: list[str]) -> pd.DataFrame:
     return counts[(counts["filled"] > 0) & (2 * counts["numbers"] >= counts["filled"])]
 
 
-def input_name(role: str, source: str | Path | dd.DataFrame) -> str:
+def input_name(role: str, data: str | Path | dd.DataFrame) -> str:
     """How a message names an input: "original file PATH" for a file, "DataFrame original" for a DataFrame."""
-    return f"DataFrame {role}" if isinstance(source, dd.DataFrame) else f"{role} file {source}"
+    return f"DataFrame {role}" if isinstance(data, dd.DataFrame) else f"{role} file {data}"
 
 
-def numeric_columns(source: str | Path | dd.DataFrame, exclude: list[str], what: str) -> list[str]:
-    """The numeric columns of the file at ``source`` (or of a Dask DataFrame) but ``exclude`` (the default
+def numeric_columns(data: str | Path | dd.DataFrame, exclude: list[str], what: str) -> list[str]:
+    """The numeric columns of the file at ``data`` (or of a Dask DataFrame) but ``exclude`` (the default
     variables of a command); raise InputError when it has none, or naming a column left out that mostly holds
     numbers or true/false (text in one cell, an overflowing number, booleans), which a default selection would
     otherwise publish unmasked."""
-    ddf = source if isinstance(source, dd.DataFrame) else read_table(source)
+    ddf = data if isinstance(data, dd.DataFrame) else read_table(data)
     candidates = [c for c in ddf.columns if c not in exclude]
     found = [c for c in candidates if _is_number_type(ddf.dtypes[c])]
     doubtful = _mostly_numbers(ddf, [c for c in candidates if c not in found])
@@ -203,34 +213,40 @@ def numeric_columns(source: str | Path | dd.DataFrame, exclude: list[str], what:
     return found
 
 
-def load_checked(source: str | Path | dd.DataFrame, id_col: str, numeric: list[str], what: str, fmt: str = "auto",
+def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str], what: str, fmt: str = "auto",
                  create_id: bool | None = None, required: list[str] = (), strata: str | None = None,
-                 group_sizes: list[tuple[str, int]] = ()) -> tuple[dd.DataFrame, dict]:
-    """Return the file at ``source`` or the Dask DataFrame ``source`` (ids created from row positions when
-    ``create_id``, or when None and it has no ``id_col``) and its facts (n_records, partitions,
+                 group_sizes: list[tuple[str, int]] = (), source: dd.DataFrame | None = None,
+                 checkpoint: Path | None = None) -> tuple[dd.DataFrame, dict]:
+    """Return the file at ``data``, or the records of the Dask DataFrame ``data``, (ids created from row
+    positions when ``create_id``, or when None and it has no ``id_col``) and its facts (n_records, partitions,
     constant_variables), after checking that it has the columns, records, numeric values, unique ids and strata
     of at least k records (``group_sizes``: (parameter, k) pairs) that masking and evaluation need; raise
-    InputError naming the column, the row or the parameter at fault."""
+    InputError naming the column, the row or the parameter at fault. ``source``: the file as ``read_input``
+    returned it, when the caller has read it already. ``checkpoint`` (a file only): a directory the file is written to as Parquet in one pass over it; the checks and
+    the frame returned then read the checkpoint (``io.read_checkpoint``), never the file again."""
+    path, source = (None, data) if isinstance(data, dd.DataFrame) else (Path(data), source)
     numeric = list(dict.fromkeys(numeric))
-    columns = list(dict.fromkeys([id_col, *numeric, *required, *([strata] if strata else [])]))
-    if isinstance(source, dd.DataFrame):
-        create = id_col not in source.columns if create_id is None else create_id
-        ddf = add_row_ids(source, id_col) if create else source
-        check_columns(ddf, columns, what)
-        return ddf, _checked_facts(ddf, numeric, numeric, id_col, what, strata, list(group_sizes), not create)
-    path = Path(source)
-    unique_ids = id_col in read_input(path, fmt).columns
-    args = (numeric, id_col, what, strata, list(group_sizes), unique_ids)
+    source = read_input(path, fmt) if source is None else source
+    has_ids = id_col in source.columns
+    create = not has_ids if create_id is None else create_id
+    needed = [*numeric, *required, *([strata] if strata else [])]
+    args = (numeric, id_col, what, strata, list(group_sizes), has_ids)
     try:
-        ddf = read_with_ids(path, fmt, id_col, create_id, None)
-        check_columns(ddf, columns, what)
+        if create:
+            check_new_id(source, id_col)
+        check_columns(source, list(dict.fromkeys(needed if create else [id_col, *needed])), what)
+        if checkpoint is None:
+            ddf = add_row_ids(source, id_col) if create else source
+        else:
+            write_parquet(source, checkpoint)
+            ddf = read_checkpoint(checkpoint, id_col, keep_partitions=input_format(path, fmt) == "csv")
         return ddf, _checked_facts(ddf, numeric, *args)
     except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled
         raise InputError(f"cannot read {what} as csv: {reader_reason(exc)}") from None
     except ValueError as exc:
-        if not str(exc).startswith(CSV_TYPE_CHANGE):
+        if path is None or not str(exc).startswith(CSV_TYPE_CHANGE):
             raise
-    numbers = [c for c, t in read_table(path, fmt).dtypes.items() if pd.api.types.is_numeric_dtype(t)]
+    numbers = [c for c, t in source.dtypes.items() if pd.api.types.is_numeric_dtype(t)]
     text = read_with_ids(path, fmt, id_col, create_id, {c: "object" for c in numbers})
     _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False)
     raise InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "

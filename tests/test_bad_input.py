@@ -421,14 +421,14 @@ def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
                    s.update(steps=[{"method": "rankswap", "params": {"p": 10}}])),
      "steps.0 (rankswap): records needed per stratum = 2 but stratum 'b' of 'region' has 1 record (fewer than 2)"),
 ])
-def test_release_input_errors(tmp_path, small, sync_dask, change, message):
+def test_release_input_errors(tmp_path, tmp_path_factory, small, sync_dask, change, message):
     spec = demo_spec(input={"path": str(tmp_path / "input.csv")}, create_id=False,
                      output={"dir": str(tmp_path / "release")})
     change(small, spec)
     write_csv(tmp_path / "input.csv", small)
     before = tree_checksums(tmp_path)
     with pytest.raises(InputError) as err:
-        validate_input(parse_spec(spec, tmp_path))
+        validate_input(parse_spec(spec, tmp_path), tmp_path_factory.mktemp("checkpoint"))
     assert message in str(err.value)
     assert tree_checksums(tmp_path) == before
 
@@ -436,7 +436,7 @@ def test_release_input_errors(tmp_path, small, sync_dask, change, message):
 def test_release_input_facts_name_constant_variables(tmp_path, small, sync_dask):
     small["FICA"] = 0
     spec, _ = release_spec(tmp_path, small)
-    facts = validate_input(spec)
+    facts = validate_input(spec, tmp_path / "checkpoint")
     assert facts["n_records"] == ROWS and facts["constant_variables"] == ["FICA"]
 
 

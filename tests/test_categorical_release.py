@@ -58,7 +58,7 @@ def test_mixed_release_masks_both_kinds_and_keeps_dtypes(releases):
     assert {c: columns[c] for c in ("hhcivil", "household_weights", "sampling_weight", "ori_hid", "age")} == {
         "hhcivil": "passed_through", "household_weights": "passed_through", "sampling_weight": "weight",
         "ori_hid": "dropped", "age": "masked"}
-    assert [s["method"] for s in summary["steps"]] == ["top_coding", "pram", "local_suppression", "mdav"]
+    assert [s.method for s in summary.steps] == ["top_coding", "pram", "local_suppression", "mdav"]
     report = (out / "report.md").read_text()
     assert all(m in report for m in ("top_coding", "pram", "local_suppression", "mdav"))
     metrics = json.loads((out / "metrics.json").read_text())
@@ -74,7 +74,7 @@ def test_mixed_release_measures_the_categorical_side_and_gates_on_it(releases):
     assert metrics["categorical_keys"] == KEYS
     assert metrics["kanon_violations_3"] == 0.0 and metrics["kanon_min_group"] >= 3  # local suppression, k = 3
     assert metrics["Dist"] > 0 and metrics["CTBIL"] > 0  # top coding, PRAM and suppression changed categories
-    assert {c["measure"]: c["passed"] for c in summary["gate"]["checks"]} == {"DLD": True, "kanon_violations_3": True}
+    assert {c.measure: c.passed for c in summary.checks} == {"DLD": True, "kanon_violations_3": True}
     report = (out / "report.md").read_text()
     assert "CTBIL" in report and "kanon_violations_3" in report
 

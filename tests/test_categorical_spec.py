@@ -118,14 +118,14 @@ def test_categorical_text_and_gaps_pass_validation(tmp_path, household, sync_das
     household = household.astype({"roof": object, "sex": float})
     household.loc[3, "roof"] = "thatch"
     household.loc[5, "sex"] = None
-    assert validate_input(_spec_for(tmp_path, household))["n_records"] == 60
+    assert validate_input(_spec_for(tmp_path, household), tmp_path / "checkpoint")["n_records"] == 60
 
 
 def test_text_in_a_continuous_variable_is_still_refused(tmp_path, household, sync_dask):
     household = household.astype({"income": object})
     household.loc[7, "income"] = "12,5OO"
     with pytest.raises(InputError, match=r"column 'income' .* row 7 holds text"):
-        validate_input(_spec_for(tmp_path, household))
+        validate_input(_spec_for(tmp_path, household), tmp_path / "checkpoint")
 
 
 # ---- sdc mask ----

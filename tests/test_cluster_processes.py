@@ -96,15 +96,14 @@ def in_process_release(spec_path: Path, root: Path) -> Path:
     """Run the spec's masking steps with the release stages in this process (Dask's synchronous scheduler, no
     cluster) and return ``root``, which then holds masked/ as a release does."""
     spec = load_spec(spec_path)
-    paths, previous = R.StepPaths(root), None
+    paths = R.StepPaths(root)
     with dask.config.set(scheduler="synchronous"):
+        R.validate_input(spec, paths.checkpoint)
         for i in range(len(spec.steps)):
-            work, target = paths.work(i), paths.output(i, last=i == len(spec.steps) - 1)
             if R.needs_blocks(spec, i):
-                R.block_stage(spec, i, previous, work)
-            R.mask_stage(spec, i, previous, work)
-            R.write_stage(spec, i, previous, work, target)
-            previous = str(target)
+                R.block_stage(spec, i, paths)
+            R.mask_stage(spec, i, paths)
+            R.write_stage(spec, i, paths)
     return root
 
 
@@ -124,7 +123,7 @@ def test_release_on_scheduler_processes_equals_in_process_run(cluster, tmp_path)
     with Client(address, set_as_default=False) as client, get_task_stream(client) as stream:
         summary = release(str(spec), dask_address=address)
     assert {t["worker"] for t in stream.data} == set(workers)  # both worker processes did work
-    assert summary["gate"]["published"]
+    assert summary.published
     assert_equals_in_process_run(spec, tmp_path, 1080)
 
 
@@ -168,7 +167,7 @@ def test_worker_killed_while_masking_gives_the_same_release(cluster, synthetic, 
     assert workers[worker].wait(10) == -signal.SIGKILL
     with Client(address, set_as_default=False) as client:
         assert set(client.scheduler_info()["workers"]) == set(workers) - {worker}
-    assert summary["gate"]["published"]
+    assert summary.published
     assert_equals_in_process_run(spec, tmp_path, 40_000)
 
 

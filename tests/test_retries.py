@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from pathlib import Path
 
@@ -14,10 +15,10 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline import stages as R
+from sdc_tasks.pipeline import summary as S
+from sdc_tasks.pipeline.run import Stages
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-RETRIED_STAGES = ("validate", "block", "mask", "write", "evaluate_il", "evaluate_dr", "report")
 
 
 @pytest.fixture(scope="module")
@@ -31,8 +32,8 @@ def address():
 @pytest.fixture
 def no_retry_wait(monkeypatch):
     """The release stages as they are (same retries and retry condition) without the 5 s wait between tries."""
-    for name in RETRIED_STAGES:
-        monkeypatch.setattr(F, name, getattr(F, name).with_options(retry_delay_seconds=0))
+    tasks = {f.name: getattr(F.TASKS, f.name) for f in dataclasses.fields(F.TASKS)}
+    monkeypatch.setattr(F, "TASKS", Stages(**{name: t.with_options(retry_delay_seconds=0) for name, t in tasks.items()}))
 
 
 def spec_file(tmp_path: Path) -> Path:
@@ -85,7 +86,7 @@ def undisturbed(tmp_path_factory, address):
 @pytest.mark.parametrize("module,function,stage", [
     (R, "validate_input", "validate"),      # reading the input
     (R, "mask_stage", "mask step 0: md"), # a Dask stage writing Parquet
-    (F, "write_report", "report"),          # writing the report files
+    (S, "write_report", "report"),          # writing the report files
 ])
 def test_transient_io_error_is_retried_and_the_release_completes(
         tmp_path, monkeypatch, no_retry_wait, address, undisturbed, module, function, stage):

@@ -32,9 +32,9 @@ from sdc_tasks.comparison.run import (
     run_grid,
 )
 from sdc_tasks.errors import NoneWithinLimits
+from sdc_tasks.io import write_json
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
-from sdc_tasks.pipeline.stages import write_json
 
 TABLE_1_COLUMNS = ("Method", "IL", "DLD", "PLD", "ID", "Score", "IL-Rank", "DLD-Rank", "PLD-Rank", "ID-Rank")
 FILES = {"parquet": "ranking.parquet", "csv": "ranking.csv", "markdown": "ranking.md", "html": "report.html",

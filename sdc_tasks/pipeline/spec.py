@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.errors import SpecError
-from sdc_tasks.io import yaml_document
+from sdc_tasks.io import input_format, yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 
 METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "pld_published", "cat_il", "cat_risk")
@@ -285,6 +285,11 @@ class ReleaseSpec(_Strict):
     def input_path(self) -> Path:
         """The original file's resolved path."""
         return self.resolve(self.input.path)
+
+    @property
+    def input_format(self) -> str:
+        """The original file's format, "csv" or "parquet" (told from the file when the spec says "auto")."""
+        return input_format(self.input_path, self.input.format)
 
     @property
     def output_dir(self) -> Path:

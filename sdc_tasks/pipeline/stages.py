@@ -1,57 +1,77 @@
-"""The release stages as plain library functions (the Prefect flow only orchestrates them).
+"""The release stages as plain library functions (``sdc_tasks.pipeline.run`` runs them in order; the Prefect flow
+runs the same functions, each as a task).
 
-Each stage takes the spec and paths and returns a small JSON-able summary; data moves as Dask collections
-and Parquet files, never as return values.
+Each stage takes the spec and the run's paths (:class:`StepPaths`) and returns a small JSON-able summary; data
+moves between stages as Parquet files, never as return values, so a retried stage restarts from paths and no
+lazy frame outlives the stage that built it. Validation reads the input file once and writes it as a Parquet
+checkpoint; every later stage reads the checkpoint, never the input file.
 """
 
 from __future__ import annotations
 
-import json
-import platform
 import shutil
 from dataclasses import dataclass
-from importlib import metadata
 from pathlib import Path
-from time import perf_counter
 
 import dask.dataframe as dd
-import numpy as np
 
-from sdc_tasks import __version__
 from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
-from sdc_tasks.io import parquet_row_counts, read_table, read_with_ids, tree_checksums, write_parquet
+from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import block_for, mask_for
+from sdc_tasks.masking.methods import PLANS, block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
+from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import fewest_records, load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
-VERSIONED_PACKAGES = ("sdc-pipeline", "dask", "distributed", "pandas", "numpy", "pyarrow", "scipy", "prefect")
 
 
+@dataclass(frozen=True)
+class StepPaths:
+    """Where a release writes inside its private directory ``root``: the input's checkpoint and each step's
+    scratch and output under the work directory (removed before the release is published), masked/ at the top."""
 
-def load_original(spec: ReleaseSpec) -> dd.DataFrame:
-    """The original file as a Dask DataFrame, with the id column created from row positions if the spec asks."""
-    return read_with_ids(spec.input_path, spec.input.format, spec.id_column, spec.create_id)
+    root: Path
+
+    @property
+    def checkpoint(self) -> Path:
+        """The input file as validated, in Parquet (``io.read_checkpoint``)."""
+        return self.root / WORK_DIR / "input"
+
+    @property
+    def masked(self) -> Path:
+        """The published masked dataset (the last step's output)."""
+        return self.root / MASKED_DIR
+
+    def work(self, i: int) -> Path:
+        """Scratch directory of step ``i`` (blocks, masked values)."""
+        return self.root / WORK_DIR / f"step-{i:02d}"
+
+    def output(self, i: int, last: bool) -> Path:
+        """Output of step ``i``: the published masked/ dataset for the last step."""
+        return self.masked if last else self.work(i) / "output"
 
 
-def validate_input(spec: ReleaseSpec) -> dict:
-    """Check the original file against the spec; raise InputError naming the column/record/parameter at fault
-    (every column has a role; continuous, continuous key and weight variables must be numbers; categorical
-    ones may hold any values, missing included; every stratum holds enough records for each step)."""
+def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
+    """Read the original file once, writing it to ``checkpoint`` as Parquet, and check it against the spec on the
+    checkpoint; raise InputError naming the column/record/parameter at fault (every column has a role; continuous,
+    continuous key and weight variables must be numbers; categorical ones may hold any values, missing included;
+    every stratum holds enough records for each step). Returns the file's facts (n_records, partitions,
+    constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    check_roles(read_table(spec.input_path, spec.input.format).columns, spec, what)
+    source = read_input(spec.input_path, spec.input.format)
+    check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.params, f"steps.{i}.params.k", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
     _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
-                            roles.strata, group_sizes)
+                            roles.strata, group_sizes, source=source, checkpoint=checkpoint)
     return facts
 
 
@@ -66,21 +86,34 @@ def check_roles(columns, spec: ReleaseSpec, what: str) -> None:
                          "direct_identifiers to leave it out)")
 
 
-def step_source(spec: ReleaseSpec, previous: str | None) -> dd.DataFrame:
-    """The input of a step: the original minus direct identifiers and dropped columns (first step) or the
+def original_records(spec: ReleaseSpec, checkpoint: Path) -> dd.DataFrame:
+    """The original file as validated (its checkpoint), with the id column."""
+    return read_checkpoint(checkpoint, spec.id_column, keep_partitions=spec.input_format == "csv")
+
+
+def step_source(spec: ReleaseSpec, i: int, paths: StepPaths) -> dd.DataFrame:
+    """The input of step ``i``: the original minus direct identifiers and dropped columns (first step) or the
     previous step's output."""
-    if previous is not None:
-        return read_table(previous, "parquet")
-    ddf = load_original(spec)
+    if i > 0:
+        return read_table(paths.output(i - 1, last=False), "parquet")
+    ddf = original_records(spec, paths.checkpoint)
     drop = [c for c in [*spec.variables.direct_identifiers, *spec.variables.drop] if c in ddf.columns]
     return ddf.drop(columns=drop) if drop else ddf
 
 
-def _step_args(spec: ReleaseSpec, i: int) -> tuple[str, list[str], dict, StepContext]:
-    """Method, variables, parameters and context of step ``i``."""
+def uses_original(method: str) -> bool:
+    """Whether a method reads the original records beside its input: the after-masking methods (rescale,
+    postmask) and those whose block stage carries each record's original values (synthetic_postmask)."""
+    return METHODS[method].after_masking or PLANS[method].original
+
+
+def _step_args(spec: ReleaseSpec, i: int, paths: StepPaths) -> tuple[str, list[str], dict, StepContext]:
+    """Method, variables, parameters and context of step ``i`` (the original records as ``reference`` only for a
+    method that uses them)."""
     step = spec.steps[i]
+    reference = step_source(spec, 0, paths) if uses_original(step.method) else None
     ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
-                      reference=step_source(spec, None), category_orders=dict(spec.variables.ordinal))
+                      reference=reference, category_orders=dict(spec.variables.ordinal))
     return step.method, spec.step_variables(i), step.params, ctx
 
 
@@ -89,42 +122,48 @@ def needs_blocks(spec: ReleaseSpec, i: int) -> bool:
     return method_needs_blocks(spec.steps[i].method)
 
 
-def block_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> dict:
-    """Stage 'block': write step ``i``'s input as block-aligned Parquet under ``work``."""
-    method, variables, params, ctx = _step_args(spec, i)
-    staged = block_for(method, step_source(spec, previous), variables, params, ctx)
-    write_parquet(staged.frame, work / "blocks")
+def block_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+    """Stage 'block': write step ``i``'s input as block-aligned Parquet in its work directory."""
+    method, variables, params, ctx = _step_args(spec, i, paths)
+    staged = block_for(method, step_source(spec, i, paths), variables, params, ctx)
+    write_parquet(staged.frame, paths.work(i) / "blocks")
     return {"blocks": staged.blocks}
 
 
-def mask_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path) -> dict:
-    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values."""
-    method, variables, params, ctx = _step_args(spec, i)
-    t0 = perf_counter()
-    source = step_source(spec, previous)
+def mask_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
+    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts)."""
+    method, variables, params, ctx = _step_args(spec, i, paths)
+    source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
-    frame = read_table(work / "blocks", "parquet") if blocked else source
-    write_parquet(mask_for(method, frame, variables, params, ctx), work / "masked-values")
-    return {"method": method, "params": dict(params), "variables": variables,
-            "blocks": None if blocked else scope_count(source, ctx), "seconds": round(perf_counter() - t0, 3)}
+    frame = read_table(paths.work(i) / "blocks", "parquet") if blocked else source
+    write_parquet(mask_for(method, frame, variables, params, ctx), paths.work(i) / "masked-values")
+    return {"blocks": None if blocked else scope_count(source, ctx)}
 
 
-def write_stage(spec: ReleaseSpec, i: int, previous: str | None, work: Path, target: Path) -> dict:
-    """Stage 'write': put step ``i``'s masked values back in input order and write the step's output."""
-    _, variables, _, _ = _step_args(spec, i)
-    staged = restore_order(step_source(spec, previous), read_table(work / "masked-values", "parquet"), variables)
+def write_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+    """Stage 'write': put step ``i``'s masked values back in input order and write the step's output (the last
+    step's: masked/)."""
+    variables = spec.step_variables(i)
+    target = paths.output(i, last=i == len(spec.steps) - 1)
+    masked = read_table(paths.work(i) / "masked-values", "parquet")
+    staged = restore_order(step_source(spec, i, paths), masked, variables)
     write_parquet(staged.frame, target)
     return {"rows": int(sum(parquet_row_counts(target)))}
 
 
-def evaluate_release(spec: ReleaseSpec, masked_path: Path, families: tuple[str, ...]) -> dict:
-    """Metrics of the masked dataset at ``masked_path`` against the original, for the given metric families."""
-    original = load_original(spec)
-    masked = read_table(masked_path, "parquet")
+def evaluate_release(spec: ReleaseSpec, paths: StepPaths) -> dict:
+    """The metrics.json mapping of the release: every metric family of the spec in one evaluation of masked/
+    against the original (one pairing, one sketch of the moments, the scores once), with the seed and the
+    method chain."""
+    original = original_records(spec, paths.checkpoint)
+    masked = read_table(paths.masked, "parquet")
     roles = spec.variables
-    return evaluate(original, masked, spec.id_column, list(roles.continuous),
-                    [*spec.linkage_keys, *spec.categorical_keys], families, categorical=list(roles.categorical),
-                    ordinal=category_orders(spec, original), weight=roles.weight)
+    metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
+                       [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
+                       categorical=list(roles.categorical), ordinal=category_orders(spec, original),
+                       weight=roles.weight)
+    return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:
@@ -133,94 +172,7 @@ def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list
     return spec.category_orders(sorted_categories(original, undeclared))
 
 
-def gate_decision(spec: ReleaseSpec, metrics: dict) -> dict:
-    """Compare each gated measure with its limit; a missing measure fails its check."""
-    checks = []
-    for measure, limit in spec.gate.max.items():
-        value = metrics.get(measure)
-        ok = value is not None and value <= limit
-        checks.append({"measure": measure, "value": value, "limit": limit, "op": "<=", "passed": bool(ok)})
-    return {"passed": all(c["passed"] for c in checks), "checks": checks}
-
-
-def refusal_message(gate: dict) -> str:
-    """One line naming every failed check: measure, value and limit."""
-    failed = [c for c in gate["checks"] if not c["passed"]]
-    parts = [f"{c['measure']} = {'missing' if c['value'] is None else format(c['value'], '.4g')} "
-             f"> limit {c['limit']:g}" for c in failed]
-    return "release refused by the risk gate: " + "; ".join(parts)
-
-
-def package_versions() -> dict[str, str]:
-    """Installed versions of the packages that determine the release's bytes."""
-    out = {"python": platform.python_version()}
-    for name in VERSIONED_PACKAGES:
-        try:
-            out[name] = metadata.version(name)
-        except metadata.PackageNotFoundError:
-            out[name] = __version__ if name == "sdc-pipeline" else "not installed"
-    return out
-
-
-def json_text(obj) -> str:
-    """``obj`` as indented, key-sorted, strict JSON: a NaN or an infinity raises ValueError instead of being
-    written as the invalid tokens NaN / Infinity."""
-    return json.dumps(obj, indent=2, sort_keys=True, default=_json_default, allow_nan=False)
-
-
-def write_json(path: Path, obj: dict) -> Path:
-    """Write ``obj`` as :func:`json_text` (nothing is written when it raises)."""
-    path.write_text(json_text(obj) + "\n")
-    return path
-
-
-def _json_default(o):
-    """JSON encoding for numpy scalars and paths."""
-    if isinstance(o, np.generic):
-        return o.item()
-    if isinstance(o, Path):
-        return str(o)
-    raise TypeError(f"not JSON serialisable: {type(o).__name__}")
-
-
-def manifest(spec: ReleaseSpec, out_dir: Path, row_counts: dict[str, int]) -> dict:
-    """Spec hash, seed, package versions, row counts, what the release did with each input column and a SHA-256
-    per output file (manifest.json excluded)."""
-    return {
-        "spec_name": spec.name,
-        "columns": spec.column_accounting(),
-        "spec_hash": spec.spec_hash(),
-        "seed": spec.seed,
-        "packages": package_versions(),
-        "row_counts": row_counts,
-        "files": {k: v for k, v in tree_checksums(out_dir).items() if k != "manifest.json"},
-    }
-
-
 def remove_tree(path: Path) -> None:
     """Delete a directory tree if it exists."""
     if path.exists():
         shutil.rmtree(path)
-
-
-@dataclass
-class StepPaths:
-    """Where each step writes inside the release's temporary directory."""
-
-    root: Path
-
-    def work(self, i: int) -> Path:
-        """Scratch directory of step ``i`` (blocks, masked values)."""
-        return self.root / WORK_DIR / f"step-{i:02d}"
-
-    def output(self, i: int, last: bool) -> Path:
-        """Output of step ``i``: the published masked/ dataset for the last step."""
-        return self.root / MASKED_DIR if last else self.work(i) / "output"
-
-
-def ru_points(label: str, metrics: dict) -> list[dict]:
-    """The release's point on the R-U map: IL against the disclosure risk (DLD + ID) / 2
-    (statistical_databases_survey.txt, R-U maps; risk as in the score's (DLD, ID) half)."""
-    if not all(k in metrics for k in ("IL", "DLD", "ID")):
-        return []
-    return [{"label": label, "il": metrics["IL"], "dr": (metrics["DLD"] + metrics["ID"]) / 2}]

@@ -1,0 +1,148 @@
+"""A release run end to end, in the library: validate, mask step by step, evaluate, gate and publish.
+
+:func:`run_release` runs the stage functions of ``sdc_tasks.pipeline.stages`` in order, in this process (the Dask
+work on the spec's cluster or the caller's client), without Prefect. The Prefect flow ``flows/release.py`` runs
+the same sequence (:func:`released`) with each stage wrapped as a task, so both write the same files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, ContextManager, Iterator
+
+from distributed import Client
+
+from sdc_tasks.cluster import dask_client
+from sdc_tasks.errors import ReleaseRefused
+from sdc_tasks.io import parquet_row_counts
+from sdc_tasks.outputs import atomic_output_dir
+from sdc_tasks.pipeline.gate import failed_checks, gate_checks, refusal_message
+from sdc_tasks.pipeline.spec import ReleaseSpec
+from sdc_tasks.pipeline.stages import (
+    WORK_DIR,
+    StepPaths,
+    block_stage,
+    evaluate_release,
+    mask_stage,
+    needs_blocks,
+    remove_tree,
+    validate_input,
+    write_stage,
+)
+from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, StepSummary, now, publish, release_summary
+
+LOG = logging.getLogger("sdc_tasks.pipeline")
+LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
+
+
+@dataclass(frozen=True)
+class Stages:
+    """The stage functions a release runs, in the order they run (see ``sdc_tasks.pipeline.stages``); the Prefect
+    flow gives each one wrapped as a task."""
+
+    validate: Callable[..., dict] = validate_input
+    block: Callable[..., dict] = block_stage
+    mask: Callable[..., dict] = mask_stage
+    write: Callable[..., dict] = write_stage
+    evaluate: Callable[..., dict] = evaluate_release
+    gate: Callable[..., tuple] = gate_checks
+    publish: Callable[..., Any] = publish
+
+
+def run_release(spec: ReleaseSpec, *, client: Client | None = None, out_dir: str | Path | None = None,
+                overwrite: bool | None = None) -> ReleaseSummary:
+    """Run the release ``spec`` describes and return its summary; raise ``ReleaseRefused`` (its ``checks``: the
+    failing gate checks; ``result``: the summary) when the gate refuses publication, after writing the refusal's
+    report, metrics and manifest to the output directory (without masked/), as the ``sdc release`` command does.
+
+    ``client``: a Dask client to run on (default: the spec's dask section, a LocalCluster or its scheduler
+    address); ``out_dir`` and ``overwrite`` replace the spec's output.dir (resolved against the working
+    directory) and output.overwrite."""
+    spec = with_output(spec, out_dir, overwrite)
+    return released(spec, spec_cluster(spec) if client is None else _current(client), Stages(), LOG)
+
+
+def spec_cluster(spec: ReleaseSpec) -> ContextManager[Client]:
+    """The Dask client the spec's dask section asks for (``cluster.dask_client``: a LocalCluster, or the scheduler
+    at its address), closed when the block ends."""
+    d = spec.dask
+    return dask_client(d.address, d.workers, d.threads_per_worker, d.memory_limit, spec.dask_tls)
+
+
+def with_output(spec: ReleaseSpec, out_dir: str | Path | None, overwrite: bool | None) -> ReleaseSpec:
+    """``spec`` with its output directory (resolved against the working directory) and overwrite flag replaced
+    by those given."""
+    changes: dict[str, Any] = {}
+    if out_dir is not None:
+        changes["dir"] = str(Path(out_dir).resolve())
+    if overwrite is not None:
+        changes["overwrite"] = overwrite
+    return spec.model_copy(update={"output": spec.output.model_copy(update=changes)}) if changes else spec
+
+
+@contextlib.contextmanager
+def _current(client: Client) -> Iterator[Client]:
+    """``client`` as the Dask client of the block (left open)."""
+    with client.as_current():
+        yield client
+
+
+def released(spec: ReleaseSpec, cluster: ContextManager[Client], stages: Stages,
+             log: logging.Logger | logging.LoggerAdapter) -> ReleaseSummary:
+    """Run the release into a private directory that becomes the spec's output directory (``outputs.
+    atomic_output_dir``), on the Dask client ``cluster`` yields; return the summary, or raise ``ReleaseRefused``
+    once the refusal's report is in place."""
+    with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
+            cluster as client:
+        log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
+                 len(client.scheduler_info()["workers"]))
+        summary = release_into(spec, tmp, stages, log)
+    if not summary.published:
+        raise ReleaseRefused(f"{refusal_message(summary.checks)} (report: {summary.paths.report_md})",
+                             checks=failed_checks(summary.checks), result=summary)
+    log.info("release %s published to %s", spec.name, spec.output_dir)
+    return summary
+
+
+def release_into(spec: ReleaseSpec, root: Path, stages: Stages,
+                 log: logging.Logger | logging.LoggerAdapter) -> ReleaseSummary:
+    """Run every stage of the release in ``root`` and publish its files there; return its summary, published or
+    refused (a refused release's masked/ is removed). The work directory, with the input's checkpoint, is
+    removed before the files are published."""
+    paths, times, started = StepPaths(root), StageTimes(), now()
+    with times.timed("validate"):
+        facts = stages.validate(spec, paths.checkpoint)
+    log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
+             times.seconds["validate"])
+    steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
+    with times.timed("evaluate"):
+        metrics = stages.evaluate(spec, paths)
+    log.info("evaluated in %.1f s", times.seconds["evaluate"])
+    checks = stages.gate(spec, metrics)
+    records_out = sum(parquet_row_counts(paths.masked))
+    if failed_checks(checks):
+        log.warning(refusal_message(checks))
+        remove_tree(paths.masked)
+    remove_tree(root / WORK_DIR)
+    summary = release_summary(spec, facts["n_records"], records_out, steps, metrics, checks, times, started)
+    stages.publish(summary, root)
+    return summary
+
+
+def _masking_step(spec: ReleaseSpec, i: int, paths: StepPaths, stages: Stages, times: StageTimes,
+                  log: logging.Logger | logging.LoggerAdapter) -> StepSummary:
+    """Run step ``i``'s stages (block when its method needs blocks, mask, write) and return its summary."""
+    step = spec.steps[i]
+    stage = f"step {i} ({step.method})"
+    with times.timed(stage):
+        blocks = stages.block(spec, i, paths)["blocks"] if needs_blocks(spec, i) else None
+        scopes = stages.mask(spec, i, paths)["blocks"]
+        rows = stages.write(spec, i, paths)["rows"]
+    summary = StepSummary(step.method, dict(step.params), spec.step_variables(i),
+                          scopes if blocks is None else blocks, round(times.seconds[stage], 3))
+    log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, summary.blocks, rows,
+             summary.seconds)
+    return summary
