@@ -24,7 +24,7 @@ from distributed import wait
 from sdc_tasks import scheduling
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
-from sdc_tasks.errors import InputError
+from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
@@ -32,7 +32,9 @@ from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS, StepContext
 from sdc_tasks.masking.registry import METHODS, method_catalogue, validate_params
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
-from sdc_tasks.pipeline.spec import column_accounting
+from sdc_tasks.pipeline.run import run_release
+from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
+from sdc_tasks.pipeline.summary import ReleaseSummary
 from sdc_tasks.reserved import reserved_role
 from sdc_tasks.results import Metrics
 from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
@@ -255,10 +257,16 @@ def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, se
 
     References
     ----------
-    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
-    microdata" (sdc_methods_comparison_chapter.txt). Domingo-Ferrer, J. and Mateo-Sanz, J. M. (2002),
-    "Practical data-oriented microaggregation for statistical disclosure control" (MDAV, survey). See
-    docs/references.md.
+    .. [1] J. Domingo-Ferrer and V. Torra, "A Quantitative Comparison of Disclosure Control Methods for
+       Microdata", 2001 (sdc_methods_comparison_chapter.txt).
+    .. [2] J. Domingo-Ferrer, "Statistical Databases", 2007 (statistical_databases_survey.txt).
+    .. [3] J. M. Mateo-Sanz, J. Domingo-Ferrer and F. Sebé, "Probabilistic Information Loss Measures in
+       Confidentiality Protection of Continuous Microdata", 2005 (pil_measures.txt; rescale).
+    .. [4] F. Sebé, J. Domingo-Ferrer, J. M. Mateo-Sanz and V. Torra, "Post-Masking Optimization of the
+       Tradeoff between Information Loss and Disclosure Risk in Masked Microdata Sets", 2002
+       (post_masking_optimization.txt).
+
+    docs/references.md gives the full references.
 
     Examples
     --------
@@ -323,10 +331,14 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
 
     References
     ----------
-    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
-    microdata" (sdc_methods_comparison_chapter.txt); Mateo-Sanz, J. M., Domingo-Ferrer, J. and Sebé, F. (2005),
-    "Probabilistic information loss measures in confidentiality protection of continuous microdata"
-    (pil_measures.txt). See docs/references.md.
+    .. [1] J. Domingo-Ferrer and V. Torra, "A Quantitative Comparison of Disclosure Control Methods for
+       Microdata", 2001 (sdc_methods_comparison_chapter.txt).
+    .. [2] J. M. Mateo-Sanz, J. Domingo-Ferrer and F. Sebé, "Probabilistic Information Loss Measures in
+       Confidentiality Protection of Continuous Microdata", 2005 (pil_measures.txt).
+    .. [3] E. Chaibub Neto, "A note on bounded distance-based information loss metrics for statistical
+       disclosure control of numeric microdata" (bounded_rank_metrics.txt).
+
+    docs/references.md gives the full references; docs/metrics.md the definitions.
     """
     for data, name in ((original, "original"), (masked, "masked")):
         _checked_kind(data, name)
@@ -337,6 +349,77 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
                                 categorical=_names(categorical), ordinal=_checked_orders(ordinal), weight=weight,
                                 reference=sources[2])
     return Metrics(values)
+
+
+def release(spec: ReleaseSpec | Mapping[str, Any] | PathLike, *, out_dir: PathLike | None = None,
+            overwrite: bool | None = None, client: Any = None, workers: int | None = None) -> ReleaseSummary:
+    """Run a release spec, as ``sdc release`` does: validate the input, mask it step by step, evaluate, apply the
+    release gate and publish the masked file, metrics.json, the report and the manifest atomically.
+
+    The masking methods and measures are those of :func:`mask` and :func:`evaluate`; the gate compares the
+    measures with the spec's limits (sdc_methods_comparison_chapter.txt sec. 4 for the scores).
+
+    Parameters
+    ----------
+    spec : ReleaseSpec, dict or path
+        The spec: a YAML file (paths in it relative to the file), a mapping of the same fields (paths relative to
+        the working directory) or a parsed ``ReleaseSpec``.
+    out_dir : path, optional
+        The output directory, in place of the spec's ``output.dir``.
+    overwrite : bool, optional
+        In place of the spec's ``output.overwrite``: replace an output directory sdc wrote.
+    client, workers : distributed.Client, int, optional
+        Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
+        the call; default the active client, else the spec's ``dask`` section for a scheduler address or a
+        large input, else a cluster of threads in this process (:func:`sdc_tasks.scheduling.release_client`).
+
+    Returns
+    -------
+    ReleaseSummary
+        The verdict ("published"), the gate's checks, the metrics as :class:`~sdc_tasks.results.Metrics`, the
+        steps, what became of each column, and ``paths`` (masked/, metrics.json, report, manifest).
+
+    Raises
+    ------
+    ReleaseRefused
+        When the gate refuses publication: ``.checks`` the failing checks, ``.result`` the summary (the report
+        and metrics are written, masked/ is not).
+    SpecError, InputError
+        ``ValueError`` subclasses naming the spec field, column or record at fault.
+
+    References
+    ----------
+    .. [1] J. Domingo-Ferrer and V. Torra, "A Quantitative Comparison of Disclosure Control Methods for
+       Microdata", 2001 (sdc_methods_comparison_chapter.txt).
+    .. [2] J. Domingo-Ferrer, "Statistical Databases", 2007 (statistical_databases_survey.txt; R-U maps).
+
+    docs/references.md gives the full references.
+    """
+    chosen = _release_spec(spec)
+    try:
+        with scheduling.release_client(chosen.dask.address, chosen.input_path, client, workers) as running:
+            summary = run_release(chosen, client=running, out_dir=out_dir, overwrite=overwrite)
+    except ReleaseRefused as exc:
+        exc.result = _with_metrics(exc.result)
+        raise
+    return _with_metrics(summary)
+
+
+def _release_spec(spec: Any) -> ReleaseSpec:
+    """A spec given as a ReleaseSpec, a mapping (paths relative to the working directory) or a YAML path, parsed;
+    InputError for anything else."""
+    if isinstance(spec, ReleaseSpec):
+        return spec
+    if isinstance(spec, Mapping):
+        return parse_spec(dict(spec))
+    if _is_path(spec):
+        return load_spec(spec)
+    raise InputError(f"spec must be a ReleaseSpec, a mapping or a path, not {type(spec).__name__}")
+
+
+def _with_metrics(summary: ReleaseSummary) -> ReleaseSummary:
+    """The summary with its metrics as a :class:`~sdc_tasks.results.Metrics`."""
+    return dataclasses.replace(summary, metrics=Metrics(summary.metrics))
 
 
 def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None, *,
@@ -388,8 +471,10 @@ def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None,
 
     References
     ----------
-    Domingo-Ferrer, J. and Torra, V. (2001), "A quantitative comparison of disclosure control methods for
-    microdata" (sdc_methods_comparison_chapter.txt). See docs/references.md.
+    .. [1] J. Domingo-Ferrer and V. Torra, "A Quantitative Comparison of Disclosure Control Methods for
+       Microdata", 2001 (sdc_methods_comparison_chapter.txt).
+
+    docs/references.md gives the full references; docs/comparison.md the grids and the ranking.
     """
     _checked_kind(data, "data")
     chosen = grid if isinstance(grid, Grid) else parse_grid(dict(grid)) if isinstance(grid, Mapping) else \

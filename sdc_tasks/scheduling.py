@@ -7,6 +7,7 @@ starts one, so a plain script needs no ``if __name__ == "__main__":`` guard."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 from pathlib import Path
 from typing import Any, Iterator
@@ -14,6 +15,7 @@ from typing import Any, Iterator
 import dask
 import dask.dataframe as dd
 import pandas as pd
+from distributed import Client, LocalCluster
 
 from sdc_tasks import cluster
 
@@ -71,3 +73,25 @@ def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None)
     else:
         with dask.config.set(scheduler="threads"):
             yield
+
+
+@contextlib.contextmanager
+def release_client(address: str | None, input_path: Path, client: Any = None,
+                   workers: int | None = None) -> Iterator[Any]:
+    """The Dask client a release runs on: ``client`` when given; else a LocalCluster of ``workers`` processes when
+    given; else the active distributed client; else None, the spec's own cluster (``pipeline.run.run_release``),
+    when the spec names a scheduler ``address`` or the input is larger than LARGE_INPUT_BYTES; else a cluster of
+    threads inside this process (no worker processes, so no ``__main__`` guard is needed)."""
+    if client is not None:
+        yield client
+    elif workers is not None:
+        with cluster.dask_client(None, workers) as started:
+            yield started
+    elif active_client() is not None:
+        yield active_client()
+    elif address is not None or input_bytes(input_path) > LARGE_INPUT_BYTES:
+        yield None
+    else:
+        with LocalCluster(n_workers=1, processes=False, dashboard_address=None,
+                          silence_logs=logging.ERROR) as threads, Client(threads, set_as_default=False) as started:
+            yield started

@@ -19,7 +19,7 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import PLANS, block_for, mask_for
+from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.spec import ReleaseSpec
@@ -104,7 +104,7 @@ def step_source(spec: ReleaseSpec, i: int, paths: StepPaths) -> dd.DataFrame:
 def uses_original(method: str) -> bool:
     """Whether a method reads the original records beside its input: the after-masking methods (rescale,
     postmask) and those whose block stage carries each record's original values (synthetic_postmask)."""
-    return METHODS[method].after_masking or PLANS[method].original
+    return METHODS[method].after_masking or METHODS[method].carries_original
 
 
 def _step_args(spec: ReleaseSpec, i: int, paths: StepPaths) -> tuple[str, list[str], dict, StepContext]:
