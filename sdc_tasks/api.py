@@ -19,7 +19,7 @@ from typing import Any, Mapping, Sequence
 
 import dask.dataframe as dd
 import pandas as pd
-from distributed import wait
+from distributed import futures_of, wait
 
 from sdc_tasks import scheduling
 from sdc_tasks.comparison.outputs import comparison
@@ -196,7 +196,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             result = _as_given(staged.frame.compute(), data)
         elif lazy:
             result = staged.frame.persist()
-            wait(result)
+            if futures_of(result):  # a distributed client persists in the background
+                wait(result)
     if not isinstance(data, pd.DataFrame) and not lazy:
         result = Path(out) if _is_path(data) else read_table(out)
     return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata))
