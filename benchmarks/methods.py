@@ -1,5 +1,6 @@
 """Every masking method on N generated records: wall time, records/s and peak memory (driver + workers) per
-method, each run through block, mask and restore on a local Dask cluster, output written to Parquet.
+method, each run as sdc_tasks.api.mask does it (input checks, block, mask and restore) on a local Dask cluster,
+output written to Parquet.
 
 Usage: python benchmarks/methods.py --rows 1000000 [--workers 2] [--only mdav,rankswap]   (not a test)
 """
@@ -12,12 +13,11 @@ import time
 from pathlib import Path
 
 from peak_memory import PeakRSS
+
+from sdc_tasks.api import mask
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
-from sdc_tasks.io import read_table, write_parquet
-from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.methods import apply_step
-from sdc_tasks.masking.registry import validate_params
+from sdc_tasks.masking.registry import METHODS
 
 PARAMS = {
     "mdav": {"k": 3, "group_size": 3}, "md": {"k": 3, "group_size": 3}, "mdav_variable": {"k": 3, "group_size": 3}, "mic_ir": {"k": 3},
@@ -40,13 +40,11 @@ def main() -> None:
         write_synthetic(data, args.rows, seed=5, rows_per_file=250_000)
         print(f"rows={args.rows} workers={args.workers}")
         for method in methods:
-            source = read_table(data, "parquet")
-            ctx = StepContext(seed=1, step=0, id_column="record_id", reference=source)
+            original = {"original": data} if METHODS[method].after_masking else {}
             with PeakRSS() as mem:
                 t = time.perf_counter()
-                staged = apply_step(source, method, list(CENSUS_VARIABLES), validate_params(method, PARAMS[method]),
-                                    ctx, Path(tmp) / f"work-{method}")
-                write_parquet(staged.frame, Path(tmp) / f"out-{method}")
+                mask(data, method, vars=list(CENSUS_VARIABLES), seed=1, out=Path(tmp) / f"out-{method}", **original,
+                     **PARAMS[method])
                 secs = time.perf_counter() - t
             print(f"{method:>14}: {secs:8.1f} s  {args.rows / secs:10.0f} records/s  peak {mem.peak / 2**30:5.2f} GiB",
                   flush=True)

@@ -25,11 +25,10 @@ from compare_census import CHAPTER, FILE_ORDER_KEYS, published_table_1
 from scipy.spatial import cKDTree
 from scipy.stats import spearmanr
 
+from sdc_tasks.api import mask
 from sdc_tasks.comparison.run import load_grid, prepare_input
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import read_with_ids
-from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.metrics import pld
 
 ROWS = ["Noise0.01", "Noise0.04", "Noise0.1", "Noise0.16", "Resamp1", "Resamp3", "Distr", "MicIR03", "MicIR05",
@@ -54,14 +53,14 @@ def masked_rows(labels: list[str]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
     source = prepare_input(bundled_path("census.csv"), key_vars=FILE_ORDER_KEYS, grid=grid)
     configs = {c.label: c for c in grid.configurations()}
     with dask.config.set(scheduler="sync"):
-        frame = read_with_ids(source.path, "auto", source.id_column, source.create_id)
-        original = frame.compute().set_index(source.id_column)
+        frame = read_with_ids(source.path, "auto", source.id_column, source.create_id).compute()
+        original = frame.set_index(source.id_column)
         out = {}
         for label in labels:
             c = configs[label]
-            staged = apply_step(frame, c.method, source.variables, c.params,
-                                StepContext(grid.seed, 0, source.id_column, None, reference=frame), None)
-            out[label] = staged.frame.compute().set_index(source.id_column).loc[original.index][FILE_ORDER_KEYS]
+            masked = mask(frame, c.method, vars=source.variables, seed=grid.seed, id_column=source.id_column,
+                          **c.params)
+            out[label] = masked.set_index(source.id_column).loc[original.index][FILE_ORDER_KEYS]
     return original[FILE_ORDER_KEYS].to_numpy(np.float64), {k: v.to_numpy(np.float64) for k, v in out.items()}
 
 
