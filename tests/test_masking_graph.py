@@ -1,5 +1,5 @@
-"""Masking steps on Dask collections: properties of blocked MDAV and rank swapping, and reproducibility
-across partition counts and worker counts."""
+"""Masking steps on Dask collections: properties of blocked MDAV, rank swapping and the other continuous
+methods, and reproducibility across partition counts (every registered method: tests/test_method_registry.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import pytest
 
 from sdc_tasks.generate import census_model, synthetic_chunk
 from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.mdav import microaggregate_block
-from sdc_tasks.masking.registry import validate_params
+from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.registry import METHODS, validate_params
 
 VARS = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX"]
 
@@ -115,57 +115,11 @@ def test_rank_swap_reproducible_and_seed_sensitive(synthetic, sync_dask):
     assert not masked(synthetic, "rankswap", {"p": 10}, nparts=1, seed=12).equals(a)
 
 
-def test_same_release_on_one_two_and_four_workers(synthetic):
-    """Bit-identical masked values of every method on 1-, 2- and 4-worker LocalClusters."""
-    from sdc_tasks.cluster import dask_client
-
-    results = []
-    for workers in (1, 2, 4):
-        with dask_client(workers=workers):
-            results.append([masked(synthetic, method, ALL_METHODS[method], nparts=4) for method in sorted(ALL_METHODS)])
-    for other in results[1:]:
-        for a, b in zip(results[0], other):
-            pd.testing.assert_frame_equal(a, b)
-
-
-def test_input_frame_is_not_modified(synthetic, sync_dask):
-    before = synthetic.copy()
-    masked(synthetic, "mdav", {"k": 3, "block_size": 200}, nparts=3)
-    masked(synthetic, "rankswap", {"p": 10}, nparts=3)
-    pd.testing.assert_frame_equal(synthetic, before)
-
-
-ALL_METHODS = {
-    "mdav": {"k": 3, "block_size": 300},
-    "md": {"k": 3, "block_size": 300},
-    "mdav_variable": {"k": 3, "block_size": 300},
-    "mic_ir": {"k": 4},
-    "mic_optimal": {"k": 4},
-    "mic_z": {"k": 4, "block_size": 250},
-    "mic_pcp": {"k": 4, "block_size": 250},
-    "rankswap": {"p": 10},
-    "noise": {"p": 0.1},
-    "resample": {"t": 3},
-    "rescale": {},
-    "distr": {},
-    "jpeg": {"q": 50},
-}
-
-
-@pytest.mark.parametrize("method", sorted(ALL_METHODS))
-def test_every_method_is_reproducible_across_partitions(synthetic, sync_dask, method):
-    params = ALL_METHODS[method]
-    one = masked(synthetic, method, params, nparts=1)
-    assert one["record_id"].tolist() == synthetic["record_id"].tolist()
-    assert np.isfinite(one[VARS].to_numpy()).all()
-    pd.testing.assert_frame_equal(masked(synthetic, method, params, nparts=5), one)
-
-
 @pytest.mark.parametrize("method", ["mdav_variable", "mic_ir", "mic_optimal", "mic_z", "mic_pcp"])
 def test_microaggregation_variants_keep_means_and_group_sizes(synthetic, sync_dask, method):
-    out = masked(synthetic, method, ALL_METHODS[method], nparts=3)
+    out = masked(synthetic, method, METHODS[method].example, nparts=3)
     np.testing.assert_allclose(out[VARS].mean(), synthetic[VARS].mean(), rtol=1e-12)
-    k = ALL_METHODS[method]["k"]
+    k = METHODS[method].example["k"]
     columns = [[v] for v in VARS] if method in ("mic_ir", "mic_optimal") else [VARS]
     for cols in columns:
         assert group_sizes(out, cols).min() >= k
@@ -184,7 +138,7 @@ def test_projection_microaggregation_equals_the_whole_file_method(synthetic, syn
 
 @pytest.mark.parametrize("method", ["resample", "distr"])
 def test_rank_preserving_methods(synthetic, sync_dask, method):
-    out = masked(synthetic, method, ALL_METHODS[method], nparts=2)
+    out = masked(synthetic, method, METHODS[method].example, nparts=2)
     ids = synthetic["record_id"].to_numpy()
     for v in VARS:
         o = np.lexsort((ids, synthetic[v].to_numpy()))

@@ -1,12 +1,21 @@
 """The method registry: every row complete, the catalogue and the texts generated from it (docs/methods.md, the
-``sdc mask`` help), checked against hand-written values and against the parameter models."""
+``sdc mask`` help) checked against hand-written values and the parameter models; and every registered method
+run with its example parameters on a small synthetic frame: only its variables masked, the input unchanged,
+the same values for the same seed on any partitioning and worker count, bad and unknown parameters refused
+naming the parameter."""
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
 import pytest
 
+from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import (
     METHODS,
     ParamInfo,
@@ -106,3 +115,146 @@ def test_param_help_lists_each_methods_parameters():
     assert listed["jpeg"] == ["q"] and listed["pram"] == ["theta"]
     assert "rescale" not in listed and "distr" not in listed
     assert listed == {n: list(m.params.model_fields) for n, m in METHODS.items() if m.params.model_fields}
+
+
+# ---- every registered method run with its example parameters ----
+
+CONTINUOUS = ["income", "tax", "wealth", "hours"]
+CATEGORICAL = ["size", "region", "tenure"]
+ORDERS = {"size": [1, 2, 3, 4, 5]}
+BAD = "not-a-value"
+TEXT = "string[pyarrow]"
+
+
+@pytest.fixture(scope="module")
+def frame() -> pd.DataFrame:
+    """300 records: four continuous variables (correlated, skewed, one integer-valued), three categorical ones
+    (ordinal integer codes, two nominal texts, of the string dtype Dask gives text), ids in shuffled order."""
+    rng = np.random.default_rng(20)
+    n = 300
+    base = rng.standard_normal(n)
+    return pd.DataFrame({
+        "record_id": rng.permutation(np.arange(1000, 1000 + n)),
+        "income": np.exp(10 + 0.5 * base + 0.3 * rng.standard_normal(n)),
+        "tax": 2000 + 800 * base + 200 * rng.standard_normal(n),
+        "wealth": rng.gamma(2.0, 5000.0, n),
+        "hours": rng.integers(10, 60, n).astype(np.float64),
+        "size": rng.choice([1, 2, 3, 4, 5], n, p=[0.4, 0.3, 0.15, 0.1, 0.05]),
+        "region": pd.array(rng.choice(["north", "south", "east", "west"], n, p=[0.4, 0.3, 0.2, 0.1]), TEXT),
+        "tenure": pd.array(rng.choice(["owner", "renter", "other"], n, p=[0.6, 0.3, 0.1]), TEXT),
+    })
+
+
+@pytest.fixture(scope="module")
+def already_masked(frame) -> pd.DataFrame:
+    """The frame with noise added to its continuous variables (sd 0.2 of each variable's), the input of the
+    methods that move a masked file toward the original."""
+    rng = np.random.default_rng(21)
+    out = frame.copy()
+    for v in CONTINUOUS:
+        out[v] = out[v] + 0.2 * out[v].std() * rng.standard_normal(len(out))
+    return out
+
+
+def variables_of(method: str) -> list[str]:
+    """The variables a method masks in these tests: categorical ones for categorical methods."""
+    return CATEGORICAL if METHODS[method].kind == "categorical" else CONTINUOUS
+
+
+def run(method: str, frame: pd.DataFrame, original: pd.DataFrame, nparts: int, seed: int = 9) -> pd.DataFrame:
+    """One step of ``method`` with its example parameters on ``frame`` in ``nparts`` partitions (after-masking
+    methods on the already masked frame, with ``original`` as the original records), in input row order."""
+    ddf = dd.from_pandas(frame, npartitions=nparts, sort=False)
+    reference = dd.from_pandas(original, npartitions=2, sort=False) if METHODS[method].after_masking else None
+    ctx = StepContext(seed=seed, step=1, id_column="record_id", reference=reference, category_orders=ORDERS)
+    result = apply_step(ddf, method, variables_of(method), validate_params(method, METHODS[method].example), ctx)
+    return result.frame.compute().reset_index(drop=True)
+
+
+def changed_values(out: pd.DataFrame, source: pd.DataFrame, variables: list[str]) -> int:
+    """How many values of ``variables`` differ between ``out`` and ``source`` (which has none missing); a
+    missing value in ``out`` counts as changed."""
+    count = 0
+    for v in variables:
+        missing = out[v].isna().to_numpy()
+        count += int(missing.sum())
+        count += int((out[v].to_numpy(object)[~missing] != source[v].to_numpy(object)[~missing]).sum())
+    return count
+
+
+def input_of(method: str, frame: pd.DataFrame, already_masked: pd.DataFrame) -> pd.DataFrame:
+    """The input a method is run on: the already masked frame for after-masking methods, else the frame."""
+    return already_masked if METHODS[method].after_masking else frame
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_example_run_masks_only_its_variables(frame, already_masked, sync_dask, method):
+    source = input_of(method, frame, already_masked)
+    before = source.copy()
+    out = run(method, source, frame, nparts=3)
+    pd.testing.assert_frame_equal(source, before)  # the caller's frame is not modified
+    variables = variables_of(method)
+    assert list(out.columns) == list(source.columns)
+    others = [c for c in source.columns if c not in variables]
+    pd.testing.assert_frame_equal(out[others], source[others])
+    assert changed_values(out, source, variables) > 0, f"{method} left every value unchanged"
+    if METHODS[method].kind == "continuous":
+        assert np.isfinite(out[variables].to_numpy()).all()
+    else:
+        for v in variables:  # every written category is one of the variable's own
+            assert set(out[v].dropna()) <= set(source[v])
+        if METHODS[method].kernel.masked_dtype is None:  # a method that never writes missing values
+            assert out[variables].notna().all().all()
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_example_run_is_deterministic_and_does_not_depend_on_partitions(frame, already_masked, sync_dask, method):
+    source = input_of(method, frame, already_masked)
+    five = run(method, source, frame, nparts=5)
+    pd.testing.assert_frame_equal(run(method, source, frame, nparts=5), five)
+    pd.testing.assert_frame_equal(run(method, source, frame, nparts=1), five)
+
+
+def test_example_runs_are_the_same_on_one_and_three_workers(frame, already_masked):
+    """Bit-identical masked values of every method on a 1- and a 3-worker LocalCluster."""
+    from sdc_tasks.cluster import dask_client
+
+    results = []
+    for workers in (1, 3):
+        with dask_client(workers=workers):
+            results.append([run(m, input_of(m, frame, already_masked), frame, nparts=4) for m in METHODS])
+    for method, a, b in zip(METHODS, *results):
+        pd.testing.assert_frame_equal(a, b, obj=method)
+
+
+def _outside(bound: str, type_name: str, example: dict) -> Any:
+    """A value just outside one bound as docs/methods.md writes it (">= 2", "> 0", "<= 100", "< 1", ">= 2k")."""
+    op, value = bound.split(" ")
+    if value == "2k":
+        return 2 * example["k"] - 1
+    limit = float(value)
+    step = 1 if type_name.startswith("int") else 0.5
+    outside = {">=": limit - step, ">": limit, "<=": limit + step, "<": limit}[op]
+    return int(outside) if type_name.startswith("int") else outside
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_bad_parameters_are_refused_naming_the_parameter(method):
+    example = METHODS[method].example
+    info = {m.name: m for m in method_catalogue()}[method]
+    for p in info.params:
+        named = rf"^parameter '{p.name}' of {method}\b"
+        with pytest.raises(ValueError, match=named):
+            validate_params(method, {**example, p.name: BAD})
+        for bound in filter(None, p.bounds.split(", ")):
+            with pytest.raises(ValueError, match=named):
+                validate_params(method, {**example, p.name: _outside(bound, p.type, example)})
+        if p.required:
+            with pytest.raises(ValueError, match=named):
+                validate_params(method, {k: v for k, v in example.items() if k != p.name})
+
+
+@pytest.mark.parametrize("method", list(METHODS))
+def test_unknown_parameter_is_refused_naming_it(method):
+    with pytest.raises(ValueError, match=rf"^parameter 'bogus' of {method}: Extra inputs are not permitted"):
+        validate_params(method, {**METHODS[method].example, "bogus": 1})
