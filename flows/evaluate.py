@@ -16,7 +16,8 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.errors import value_free
-from sdc_tasks.evaluation.measures import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES, evaluate_paths
+from sdc_tasks.evaluation.measures import evaluate_paths
+from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.pipeline.stages import ru_points, write_json

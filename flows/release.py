@@ -20,8 +20,8 @@ from flows.artifacts import publish_artifacts
 from sdc_tasks import __version__
 from sdc_tasks.cluster import TlsFiles, dask_client
 from sdc_tasks.errors import ReleaseRefused, value_free
-from sdc_tasks.evaluation.measures import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.io import parquet_row_counts
+from sdc_tasks.metrics.catalogue import IL_FAMILIES, RISK_FAMILIES
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.pipeline import stages as R
