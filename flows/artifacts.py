@@ -5,9 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from prefect.artifacts import create_image_artifact, create_link_artifact, create_markdown_artifact, create_table_artifact
+from prefect.artifacts import (
+    create_image_artifact,
+    create_link_artifact,
+    create_markdown_artifact,
+    create_table_artifact,
+)
 
-from sdc_tasks.report import GROUP_DR, GROUP_IL, GROUP_SCORE, RU_MAP_NAME, metrics_table_rows, render_markdown
+from sdc_tasks.metrics.catalogue import GROUP_DR, GROUP_IL, GROUP_SCORE
+from sdc_tasks.report import RU_MAP_NAME, metrics_table_rows, render_markdown
 
 TABLES = {"il": GROUP_IL, "dr": GROUP_DR, "scores": GROUP_SCORE}
 
@@ -20,7 +26,7 @@ def publish_artifacts(summary: dict, key: str, name: str) -> None:
                              description=f"Report for {name}")
     rows = metrics_table_rows(summary["metrics"])
     for suffix, group in TABLES.items():
-        table = [{k: r[k] for k in ("measure", "value", "description")} for r in rows if r["group"] == group]
+        table = [{k: r[k] for k in ("measure", "value", "unit", "description")} for r in rows if r["group"] == group]
         if table:
             create_table_artifact(table, key=f"{key}-{suffix}", description=f"{group} of {name}")
     out = Path(summary["run"]["output_dir"]).resolve()

@@ -15,6 +15,7 @@ from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
 from sdc_tasks.io import json_text
 from sdc_tasks.masking.registry import method_help, param_help
+from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.outputs import atomic_output_file
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
@@ -138,8 +139,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                     "original's numeric columns; the masked file must have them)"),
                  key_vars: Optional[str] = typer.Option(None, help="linkage keys in order (default: the first 7 "
                                                         "variables)"),
-                 families: str = typer.Option("il,pil,dld,pld,id", help="metric families: il, pil, dld, pld, id, "
-                                              "dld_published, pld_published, cat_il, cat_risk"),
+                 families: str = typer.Option(",".join(DEFAULT_FAMILIES), help="metric families, comma-separated: "
+                                              f"{', '.join(FAMILIES)} (docs/metrics.md)"),
                  categorical: Optional[str] = typer.Option(None, help="categorical variables, comma-separated "
                                                            "(codes or text; cat_il, cat_risk)"),
                  ordinal: list[str] = typer.Option([], help="ordinal categorical variable and its categories in "

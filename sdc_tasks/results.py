@@ -113,7 +113,7 @@ class Metrics(Mapping[str, Any]):
     def ru_figure(self, label: str = "masked"):
         """The R-U confidentiality map of this evaluation (a matplotlib Figure; nothing is written or shown):
         its point, labelled ``label``, beside the original data at (DR = 100, IL = 0)."""
-        from sdc_tasks.report import ru_map_figure
+        from sdc_tasks.report.ru_map import ru_map_figure
 
         return ru_map_figure(self.ru_points(label))
 

@@ -17,6 +17,7 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.metrics import pld
+from sdc_tasks.metrics.catalogue import gated_families
 from sdc_tasks.metrics.categorical_loss import categorical_loss, loss_counts
 from sdc_tasks.metrics.categorical_risk import (
     COUNT,
@@ -27,7 +28,6 @@ from sdc_tasks.metrics.categorical_risk import (
     kanonymity,
     risk_measures,
 )
-from sdc_tasks.pipeline.spec import families_for_measure
 
 KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
 SUFFIX = "__masked"
@@ -280,7 +280,7 @@ def test_unknown_variables_are_named(households):
 
 
 def test_gate_knows_the_categorical_keys():
-    assert families_for_measure("kanon_violations_3") == ("cat_risk",)
-    assert families_for_measure("PLD_cat") == ("cat_risk",)
-    assert families_for_measure("ACTBIL") == ("cat_il",)
-    assert families_for_measure("PLD") == ("pld",)
+    assert gated_families("kanon_violations_3") == ("cat_risk",)
+    assert gated_families("PLD_cat") == ("cat_risk",)
+    assert gated_families("ACTBIL") == ("cat_il",)
+    assert gated_families("PLD") == ("pld",)

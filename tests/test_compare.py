@@ -13,7 +13,6 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from sdc_tasks import report
 from sdc_tasks.cli import app
 from sdc_tasks.comparison import outputs as O
 from sdc_tasks.comparison import run as C
@@ -21,7 +20,7 @@ from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import file_sha256
 from sdc_tasks.outputs import MARKER
 from sdc_tasks.pipeline.spec import load_spec
-from sdc_tasks.report import pareto_front
+from sdc_tasks.report import pareto_front, ru_map
 
 CENSUS_KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
 CHAPTER = Path(__file__).resolve().parents[2] / "shared" / "seeds" / "sdc_methods_comparison_chapter.txt"
@@ -146,11 +145,11 @@ def test_map_has_a_marker_per_family_and_spaced_front_labels(tmp_path):
     far = {"label": "far", "il": 1.0, "dr": 80.0, "group": "C"}
     front = pareto_front([*close, far])
     assert len(front) == 21
-    assert [p["label"] for p in report._spaced(front, 100.0, 11.0)] == ["P0", "far"]
-    groups = report._marker_groups([*close, far])
+    assert [p["label"] for p in ru_map._spaced(front, 100.0, 11.0)] == ["P0", "far"]
+    groups = ru_map._marker_groups([*close, far])
     assert [g[0] for g in groups] == ["A", "B", "C"]
     assert len({g[2]["marker"] for g in groups}) == 3
-    first, second = (report.ru_map_png([*close, far], tmp_path / name, label_front_only=True)
+    first, second = (ru_map.ru_map_png([*close, far], tmp_path / name, label_front_only=True)
                      for name in ("a.png", "b.png"))
     assert first.read_bytes() == second.read_bytes()
 

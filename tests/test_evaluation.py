@@ -1,5 +1,6 @@
-"""Evaluation end to end: the whole IL battery through evaluate(), nearest-record pairing, the papers'
-properties, order-4 moments under a 1e9 shift, and the Prefect ``evaluate`` flow."""
+"""Evaluation end to end: the whole IL battery through evaluate(), the metric families as independent units,
+nearest-record pairing, the papers' properties, order-4 moments under a 1e9 shift, and the Prefect ``evaluate``
+flow."""
 
 from __future__ import annotations
 
@@ -12,9 +13,11 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdc_tasks.evaluation.family import Deferred, Family, family_measures
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.rankswap import rank_swap_column
+from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, FAMILIES, SCORE, measure_of
 from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import max_abs_rank_distance
 from sdc_tasks.outputs import MARKER
@@ -55,6 +58,43 @@ def test_full_battery_is_finite_and_partition_independent(census, census_vars):
         for key, value in base.items():
             if isinstance(value, float):
                 assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+@pytest.mark.parametrize("rows", [None, slice(0, None, 2)], ids=["whole", "subset"])
+def test_families_alone_give_the_keys_and_values_of_all_together(census, census_vars, rows):
+    """Each continuous family evaluated alone gives exactly its keys of an evaluation of all of them at once (a
+    family's unit reads nothing of another's), whether the pairs stand for both files or not."""
+    original = census.iloc[:240]
+    masked = noisy(original, census_vars, seed=4).iloc[rows or slice(None)]
+    variables = census_vars[:5]
+    continuous = tuple(f for f in FAMILIES if f not in CATEGORICAL_FAMILIES)
+    together = run(original, masked, variables, 2, 3, continuous)
+    alone: dict = {}
+    for family in continuous:
+        alone.update(run(original, masked, variables, 2, 3, (family,)))
+    assert {k: v for k, v in alone.items() if measure_of(k).family != SCORE} == \
+        {k: v for k, v in together.items() if measure_of(k).family != SCORE}
+
+
+def test_family_loop_computes_graphs_then_deferred_work_then_finishes():
+    """One shared compute of the graphs, each Deferred run with the context after it, finish on the family's own
+    results only, and no finish for a family with nothing to compute."""
+    log = []
+
+    def later(ctx):
+        """Deferred work: records that it ran, with which context."""
+        log.append(("deferred", ctx["tag"]))
+        return 5
+
+    def refuse(results, ctx):
+        """A finish that must never be called."""
+        raise AssertionError("finish of a family without tasks")
+
+    a = Family("a", lambda ctx: {"sum": dask.delayed(sum)([1, 2]), "later": Deferred(later)},
+               lambda results, ctx: {"a_sum": results["sum"], "a_later": results["later"], "a_n": len(results)})
+    b = Family("b", lambda ctx: {}, refuse)
+    assert family_measures([a, b], {"tag": "ctx"}) == {"a_sum": 3, "a_later": 5, "a_n": 2}
+    assert log == [("deferred", "ctx")]
 
 
 def test_masked_subset_is_paired_by_id_against_the_whole_original(census, census_vars):

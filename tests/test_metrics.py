@@ -21,7 +21,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.measures import evaluate, with_pairing_ids
+from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.evaluation.pairing import with_pairing_ids
 from sdc_tasks.kdtree import kd_tree
 from sdc_tasks.metrics.information_loss import cell_sums, information_loss
 from sdc_tasks.metrics.risk import exact_distances, interval_hits, linkage_counts, linkage_credit, scores, sdid_hits

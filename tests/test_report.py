@@ -1,12 +1,17 @@
-"""Tests for sdc_tasks.report: Pareto front, headline, metric order, HTML escaping, deterministic PNG, files."""
+"""Tests for sdc_tasks.report: Pareto front, headline, metric order and units, HTML escaping, deterministic PNG,
+files."""
 
 from __future__ import annotations
 
 import copy
+import re
+from pathlib import Path
 
 import pytest
 
 from sdc_tasks import report
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -76,7 +81,7 @@ def test_headline_held_when_gate_passed_but_not_published():
     assert report.release_status(gate)[0] == "HELD"
 
 
-def test_metric_rows_follow_metrics_md_order_and_skip_bookkeeping():
+def test_metric_rows_follow_catalogue_order_and_skip_bookkeeping():
     rows = report.metrics_table_rows(summary()["metrics"])
     assert [r["measure"] for r in rows] == [
         "IL1", "IL", "MSE_V", "DLD_1", "DLD_2", "DLD", "ID_1", "ID_2", "ID", "score_simple", "my_extra"]
@@ -84,6 +89,21 @@ def test_metric_rows_follow_metrics_md_order_and_skip_bookkeeping():
     assert groups == ["Information loss"] * 3 + ["Disclosure risk"] * 6 + ["Score", "Other"]
     assert all(r["description"] for r in rows if r["group"] != "Other")
     assert "key variables 1..2" in rows[4]["description"]
+    assert [r["unit"] for r in rows[:3]] == ["percent", "percent", "fourth-power data units"]
+    assert rows[-1]["unit"] == rows[-1]["description"] == ""
+
+
+def test_metric_tables_show_the_catalogue_units_and_name_the_definitions_file():
+    s = summary()
+    s["metrics"] |= {"MAE_X": 2.5, "MV_X": 0.1, "kanon_min_group": 3.0}
+    md = report.render_markdown(s)
+    assert "| Measure | Value | Unit | Description |" in md
+    assert re.search(r"\| MAE_X \| 2\.5 \| data units \| Mean absolute error", md)
+    assert re.search(r"\| MV_X \| 0\.1 \| fraction \|", md)
+    assert "(fraction)" not in md and "(%)" not in md
+    assert "k-anonymity) (higher is better)" in md
+    cited = re.search(r"Definitions: (\S+)", md).group(1)
+    assert (ROOT / cited).is_file()
 
 
 def test_metric_groups_appear_in_order_in_markdown():

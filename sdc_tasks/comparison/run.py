@@ -25,14 +25,13 @@ import pandas as pd
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from sdc_tasks.errors import GridError, InputError, reason_of
-from sdc_tasks.evaluation.categorical import CATEGORICAL_FAMILIES
-from sdc_tasks.evaluation.measures import FAMILIES, evaluate
+from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.io import read_table, read_with_ids, yaml_document
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
+from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, FAMILIES, gated_families
 from sdc_tasks.metrics.finite import finite_measure
-from sdc_tasks.pipeline.spec import families_for_measure
 from sdc_tasks.scheduling import active_client, input_bytes
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import check_columns, load_checked, numeric_columns
@@ -373,9 +372,9 @@ def run_grid(source: CompareInput, grid: Grid, mode: str, work_dir: str | Path |
 
 
 def families_for(risk_setup: str) -> tuple[str, ...]:
-    """The metric families a comparison of continuous masking evaluates: every continuous family of
-    evaluate.FAMILIES, but pld_published (seven probabilistic linkages) only when the ranking uses it (risk setup
-    "published")."""
+    """The metric families a comparison of continuous masking evaluates: every continuous family of the
+    catalogue's FAMILIES, but pld_published (seven probabilistic linkages) only when the ranking uses it (risk
+    setup "published")."""
     skip = {*CATEGORICAL_FAMILIES, *(() if risk_setup == "published" else ("pld_published",))}
     return tuple(f for f in FAMILIES if f not in skip)
 
@@ -436,7 +435,7 @@ def parse_limits(pairs: list[str]) -> dict[str, float]:
         key = MEASURE_ALIASES.get(name.strip(), name.strip())
         if not sep or not key:
             raise InputError(f"--max {pair!r} must look like MEASURE=LIMIT (e.g. DLD=10)")
-        if key != "risk" and families_for_measure(key) is None:
+        if key != "risk" and gated_families(key) is None:
             raise InputError(f"--max {pair!r}: unknown measure {key!r} (use a metrics.json key such as DLD, PLD, "
                              "ID, IL, PIL, score or risk)")
         try:
@@ -465,8 +464,8 @@ def check_best_spec(grid: Grid, best_spec: str | Path | None) -> None:
 
 def release_families(limits: dict[str, float]) -> list[str]:
     """The metric families a release spec computes: those of a "metrics" comparison and any family a gated
-    limit needs (a PLDpub limit brings pld_published), in evaluate.FAMILIES order."""
-    gated = {f for key in limits if key != "risk" for f in families_for_measure(key) or ()}
+    limit needs (a PLDpub limit brings pld_published), in the catalogue's FAMILIES order."""
+    gated = {f for key in limits if key != "risk" for f in gated_families(key) or ()}
     return [f for f in FAMILIES if f in {*families_for("metrics"), *gated}]
 
 

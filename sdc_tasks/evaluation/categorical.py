@@ -1,4 +1,5 @@
-"""Graph builder for the categorical metric families ``cat_il`` and ``cat_risk`` (docs/categorical.md).
+"""The categorical metric families ``cat_il`` and ``cat_risk`` (docs/categorical.md), each a
+:class:`~sdc_tasks.evaluation.family.Family` over a :class:`CategoricalContext`.
 
 Every measure comes from count tables (original-by-masked tables, two-way tables, key-combination counts) that
 per-partition kernels build and a tree reduction adds up in one Dask computation, so the totals are exact and
@@ -9,13 +10,16 @@ on the merged tables, whose size is bounded by the numbers of categories, not of
 from __future__ import annotations
 
 import operator
+from dataclasses import dataclass
+from functools import cached_property
 
 import dask
 import dask.dataframe as dd
 import pandas as pd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.linkage import EM_MAX_ITER, MASKED_SUFFIX
+from sdc_tasks.evaluation.family import Family
+from sdc_tasks.evaluation.linkage import EM_MAX_ITER
 from sdc_tasks.metrics.categorical_loss import add_counts, canonical, categorical_loss, loss_counts, value_counts
 from sdc_tasks.metrics.categorical_risk import (
     add_combinations,
@@ -24,9 +28,9 @@ from sdc_tasks.metrics.categorical_risk import (
     kanonymity,
     risk_measures,
 )
+from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
 
-CATEGORICAL_FAMILIES = ("cat_il", "cat_risk")
 PLD_CAT_MAX_DISAGREEMENTS = 1
 
 
@@ -65,43 +69,81 @@ def check_categorical(categorical: list[str], keys: list[str], ordinal: dict, fa
         raise InputError("metric family 'cat_risk' needs categorical key variables (--categorical)")
 
 
-def categorical_measures(pairs: dd.DataFrame, original: dd.DataFrame, masked: dd.DataFrame, id_col: str,
-                         categorical: list[str], keys: list[str], ordinal: dict[str, list], weight: str | None,
-                         reference: dd.DataFrame | None, families: tuple[str, ...], n_masked: int,
-                         max_disagreements: int = PLD_CAT_MAX_DISAGREEMENTS) -> dict:
-    """Metric keys of the categorical families asked for: ``cat_il`` over the ``categorical`` variables of the
-    paired records ``pairs`` (categorical_loss.categorical_loss; ``reference``: the file whose category
-    distribution gives the _RF keys, default the original), ``cat_risk`` on the key variables ``keys`` of the
-    masked file (k-anonymity, sample uniques, PLD_cat and, with a ``weight`` column, individual risk)."""
-    variables = list(dict.fromkeys([*categorical, *keys]))
-    frames = [original, masked, *([reference] if reference is not None else [])]
-    text = text_kinds(frames, variables)
-    pair_parts = pairs.to_delayed()
-    tasks: dict[str, object] = {}
-    if "cat_il" in families:
-        tasks["loss"] = tree_merge([dask.delayed(loss_counts)(p, categorical, text, MASKED_SUFFIX)
-                                   for p in pair_parts], operator.add)
-        if reference is not None:
-            tasks["reference"] = tree_merge([dask.delayed(value_counts)(p, categorical, text)
-                                             for p in reference[categorical].to_delayed()], _add_dicts)
-    if "cat_risk" in families:
-        cols = [*keys, *([weight] if weight else [])]
-        tasks["combos"] = tree_merge([dask.delayed(combination_counts)(p, keys, text, weight)
-                                      for p in masked[cols].to_delayed()], add_combinations)
-        both = {**text, **{k + MASKED_SUFFIX: text[k] for k in keys}}
-        tasks["joint"] = tree_merge([dask.delayed(combination_counts)(p, [*keys, *(k + MASKED_SUFFIX for k in keys)],
-                                                                      both) for p in pair_parts], add_combinations)
-        tasks["original"] = tree_merge([dask.delayed(combination_counts)(p, keys, text)
-                                        for p in original[keys].to_delayed()], add_combinations)
-    results = dict(zip(tasks, dask.compute(*tasks.values())))
-    out: dict = {}
-    if "loss" in results:
-        out.update(categorical_loss(results["loss"], canonical_orders(ordinal, text), n_masked,
-                                    results.get("reference")))
-    if "combos" in results:
-        out.update(kanonymity(results["combos"], keys))
-        if weight:
-            out.update(risk_measures(results["combos"], keys, weight))
-        out.update(categorical_linkage(results["joint"], results["original"], keys,
-                                       [k + MASKED_SUFFIX for k in keys], max_disagreements, EM_MAX_ITER))
+@dataclass(frozen=True)
+class CategoricalContext:
+    """What the categorical families read: the records paired by id on the categorical and key columns
+    (``pairs``, persisted), the original, masked and (optional) reference files, the ``categorical`` variables of
+    ``cat_il``, the key variables ``keys`` of ``cat_risk``, the category orders of the ordinal variables, the
+    masked file's weight column (or None) and its number of records."""
+
+    pairs: dd.DataFrame
+    original: dd.DataFrame
+    masked: dd.DataFrame
+    reference: dd.DataFrame | None
+    categorical: list[str]
+    keys: list[str]
+    ordinal: dict[str, list]
+    weight: str | None
+    n_masked: int
+    max_disagreements: int = PLD_CAT_MAX_DISAGREEMENTS
+
+    @cached_property
+    def text(self) -> dict[str, bool]:
+        """Per categorical or key variable, whether its categories compare as text (:func:`text_kinds`)."""
+        frames = [self.original, self.masked, *([self.reference] if self.reference is not None else [])]
+        return text_kinds(frames, list(dict.fromkeys([*self.categorical, *self.keys])))
+
+    @cached_property
+    def pair_parts(self) -> list:
+        """The delayed partitions of the paired records."""
+        return self.pairs.to_delayed()
+
+
+def _cat_il_tasks(ctx: CategoricalContext) -> dict:
+    """The original-by-masked and two-way count tables of the paired records, tree-summed, and the reference
+    file's category counts when there is one."""
+    tasks = {"loss": tree_merge([dask.delayed(loss_counts)(p, ctx.categorical, ctx.text, MASKED_SUFFIX)
+                                 for p in ctx.pair_parts], operator.add)}
+    if ctx.reference is not None:
+        tasks["reference"] = tree_merge([dask.delayed(value_counts)(p, ctx.categorical, ctx.text)
+                                         for p in ctx.reference[ctx.categorical].to_delayed()], _add_dicts)
+    return tasks
+
+
+def _cat_il_finish(results: dict, ctx: CategoricalContext) -> dict:
+    """Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF and, with a reference file, EBIL_RF and PRIL_RF
+    (categorical_loss.categorical_loss)."""
+    return categorical_loss(results["loss"], canonical_orders(ctx.ordinal, ctx.text), ctx.n_masked,
+                            results.get("reference"))
+
+
+CAT_IL = Family("cat_il", _cat_il_tasks, _cat_il_finish)
+
+
+def _cat_risk_tasks(ctx: CategoricalContext) -> dict:
+    """Key-combination counts (and weight sums) of the masked file, of the paired records on both files' keys and
+    of the original file, each tree-merged."""
+    keys, text = ctx.keys, ctx.text
+    both = {**text, **{k + MASKED_SUFFIX: text[k] for k in keys}}
+    cols = [*keys, *([ctx.weight] if ctx.weight else [])]
+    return {
+        "combos": tree_merge([dask.delayed(combination_counts)(p, keys, text, ctx.weight)
+                              for p in ctx.masked[cols].to_delayed()], add_combinations),
+        "joint": tree_merge([dask.delayed(combination_counts)(p, [*keys, *(k + MASKED_SUFFIX for k in keys)], both)
+                             for p in ctx.pair_parts], add_combinations),
+        "original": tree_merge([dask.delayed(combination_counts)(p, keys, text)
+                                for p in ctx.original[keys].to_delayed()], add_combinations),
+    }
+
+
+def _cat_risk_finish(results: dict, ctx: CategoricalContext) -> dict:
+    """k-anonymity and sample uniques of the masked file, individual risk (with a weight column) and PLD_cat."""
+    out = kanonymity(results["combos"], ctx.keys)
+    if ctx.weight:
+        out.update(risk_measures(results["combos"], ctx.keys, ctx.weight))
+    out.update(categorical_linkage(results["joint"], results["original"], ctx.keys,
+                                   [k + MASKED_SUFFIX for k in ctx.keys], ctx.max_disagreements, EM_MAX_ITER))
     return out
+
+
+CAT_RISK = Family("cat_risk", _cat_risk_tasks, _cat_risk_finish)

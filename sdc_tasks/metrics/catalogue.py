@@ -61,6 +61,8 @@ CHAPTER = "sdc_methods_comparison_chapter.txt"
 SURVEY_IL = "statistical_databases_survey.txt, Information loss measures for numerical data"
 PIL_SOURCE = "pil_measures.txt"
 DOCS = "docs/metrics.md"
+KEY_TABLE_BEGIN = "<!-- key table: begin -->"
+KEY_TABLE_END = "<!-- key table: end -->"
 
 
 @dataclass(frozen=True)
@@ -272,12 +274,14 @@ MEASURES: tuple[Measure, ...] = (
                 range=(0.0, 1.0)),
     _diagnostic("PLD_em_iterations", "pld", "EM iterations of the Fellegi-Sunter fit", COUNT),
     _diagnostic("PRIL_RF_undefined_terms", "cat_il", "Records left out of EBIL_RF and PRIL_RF: their category has "
-                "no mass in the reference file", RECORDS),
+                "no mass in the reference file", RECORDS, source="docs/categorical.md"),
     _diagnostic("PLD_cat_candidate_recall", "cat_risk", "Masked records whose own original key combination is "
-                "among their linkage candidates (PLD_cat cannot exceed it)", PERCENT, LOWER, range=(0.0, 100.0)),
+                "among their linkage candidates (PLD_cat cannot exceed it)", PERCENT, LOWER, range=(0.0, 100.0),
+                source="docs/categorical.md"),
     _diagnostic("PLD_cat_match_prior", "cat_risk", "Share of true matches among the candidate pairs of PLD_cat, "
-                "fitted by EM", FRACTION, range=(0.0, 1.0)),
-    _diagnostic("PLD_cat_em_iterations", "cat_risk", "EM iterations of the Fellegi-Sunter fit of PLD_cat", COUNT),
+                "fitted by EM", FRACTION, range=(0.0, 1.0), source="docs/categorical.md"),
+    _diagnostic("PLD_cat_em_iterations", "cat_risk", "EM iterations of the Fellegi-Sunter fit of PLD_cat", COUNT,
+                source="docs/categorical.md"),
     _row("<key>_undefined_terms", DIAGNOSTIC, "Terms of {i} left out as undefined (zero denominator or not finite)",
          COUNT, NEUTRAL, group=GROUP_OTHER, pattern=r"(\w+)_undefined_terms"),
     _row("<key>_not_finite", DIAGNOSTIC, "1 when {i} is left out: its value is not finite (beyond the float range)",
@@ -376,3 +380,12 @@ def markdown_key_table() -> str:
         lines.append("| " + " | ".join(_md_cell(t) for t in (f"`{m.key}`", m.family, m.group, m.description, m.unit,
                                                           better, _range_text(m.range), m.source)) + " |")
     return "\n".join(lines) + "\n"
+
+
+def with_key_table(text: str) -> str:
+    """``text`` (docs/metrics.md) with what lies between its key-table markers replaced by
+    :func:`markdown_key_table`; ValueError when a marker is missing."""
+    begin, end = text.find(KEY_TABLE_BEGIN), text.find(KEY_TABLE_END)
+    if begin < 0 or end < begin:
+        raise ValueError(f"the text has no {KEY_TABLE_BEGIN!r} ... {KEY_TABLE_END!r} markers")
+    return text[:begin + len(KEY_TABLE_BEGIN)] + "\n" + markdown_key_table() + text[end:]

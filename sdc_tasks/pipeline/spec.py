@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
@@ -14,36 +13,7 @@ from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.errors import SpecError
 from sdc_tasks.io import input_format, yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
-
-METRIC_FAMILIES = ("il", "pil", "dld", "pld", "id", "dld_published", "pld_published", "cat_il", "cat_risk")
-DEFAULT_METRICS = METRIC_FAMILIES[:5]
-CATEGORICAL_METRICS = ("cat_il", "cat_risk")
-
-
-GATED_MEASURES = (  # (pattern of a metrics.json key, the metric families that compute it)
-    (r"DLD2?(_\d+)?", ("dld",)),
-    (r"DLDpub(_\d+)?", ("dld_published",)),
-    (r"PLD(_candidate_recall)?", ("pld",)),
-    (r"PLDpub(_\d+)?", ("pld_published",)),
-    (r"ID(_\d+)?|SDID", ("id",)),
-    (r"IL[1-5]?|IL1s|(MSE|MAE|MV)_\w+|brMAE|brMSE", ("il",)),
-    (r"PIL(_\w+)?", ("pil",)),
-    (r"score_simple", ("il", "dld", "id")),
-    (r"score", ("il", "dld", "pld", "id")),
-    (r"score_pil", ("pil", "dld", "pld", "id")),
-    (r"Dist(_mean)?|A?CTBIL|EBIL_[MR]F|PRIL_[MR]F", ("cat_il",)),
-    (r"kanon_violations_[235]|sample_uniques(_percent)?|indiv_risk_(max|mean)|expected_reidentifications|"
-     r"records_risk_above_0\.1|PLD_cat(_candidate_recall)?", ("cat_risk",)),
-)
-
-
-def families_for_measure(measure: str) -> tuple[str, ...] | None:
-    """The metric families a gated measure needs (None for a key no family computes)."""
-    for pattern, families in GATED_MEASURES:
-        if re.fullmatch(pattern, measure):
-            return families
-    return None
-
+from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
 
 OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
@@ -196,7 +166,7 @@ class ReleaseSpec(_Strict):
     create_id: bool = Field(default=False, description="add id_column as the row position when the input has none")
     variables: VariableRoles
     steps: list[StepSpec] = Field(min_length=1)
-    metrics: list[Literal[METRIC_FAMILIES]] = Field(default_factory=lambda: list(DEFAULT_METRICS))
+    metrics: list[Literal[FAMILIES]] = Field(default_factory=lambda: list(DEFAULT_FAMILIES))
     max_key_vars: int = Field(default=7, ge=1, description="DLD uses the first min(len(key), max_key_vars) keys")
     gate: GateSpec = Field(default_factory=GateSpec)
     output: OutputSpec
@@ -217,7 +187,7 @@ class ReleaseSpec(_Strict):
                         f"steps.{i}.params.k = {k} is below gate.min_group_size = {self.gate.min_group_size}"
                     )
         for measure in self.gate.max:
-            needs = families_for_measure(measure)
+            needs = gated_families(measure)
             if needs is None:
                 raise ValueError(f"gate.max.{measure}: unknown measure (use a metrics.json key such as DLD, PLD, ID, "
                                  "DLD_3, SDID or score)")
@@ -266,11 +236,11 @@ class ReleaseSpec(_Strict):
         variables fails."""
         roles = self.variables
         if "metrics" not in self.model_fields_set:
-            self.metrics = ([*DEFAULT_METRICS] if roles.continuous else []) + \
-                ([*CATEGORICAL_METRICS] if roles.categorical else [])
+            self.metrics = ([*DEFAULT_FAMILIES] if roles.continuous else []) + \
+                ([*CATEGORICAL_FAMILIES] if roles.categorical else [])
             return
         for family in self.metrics:
-            categorical = family in CATEGORICAL_METRICS
+            categorical = family in CATEGORICAL_FAMILIES
             if not (roles.categorical if categorical else roles.continuous):
                 kind = "categorical" if categorical else "continuous"
                 raise ValueError(f"metrics: family {family!r} evaluates {kind} variables but variables.{kind} is "

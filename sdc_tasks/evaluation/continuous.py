@@ -1,0 +1,221 @@
+"""The continuous families over paired records: ``il`` (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE,
+brMSE), ``pil`` (PIL_*, PIL) and ``id`` (ID_p, ID, SDID), each a :class:`~sdc_tasks.evaluation.family.Family`,
+and the context every continuous family reads (the linkage families are in linkage_families.py).
+
+Cell errors are per-partition partial results combined by tree reductions. Exact quantiles and ranks (PIL_Q,
+brMAE/brMSE, ID) gather one variable of both files at a time on one worker (fine to about 1e8 records) and
+keep only a few numbers of it.
+"""
+
+from __future__ import annotations
+
+import operator
+from dataclasses import dataclass
+from functools import cached_property
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+from sdc_tasks.evaluation.family import Family
+from sdc_tasks.evaluation.linkage import gathered
+from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
+from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
+from sdc_tasks.metrics.pil import pil_measures, quantile_pil
+from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
+from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, sdid_hits
+from sdc_tasks.reserved import MASKED_SUFFIX
+from sdc_tasks.stats.moments import Moments, tree_merge
+
+
+def standard_scale(sd: np.ndarray) -> np.ndarray:
+    """Divisors that standardize columns: the original's sd, 1 for a constant column (left as it is)."""
+    return np.where(sd > 0, sd, 1.0)
+
+
+@dataclass(frozen=True)
+class ContinuousContext:
+    """What the continuous families read: both files, their records paired (``pairs``, persisted), the moment
+    sketches of the original and the masked file over ``columns`` (the variables, then the other key variables)
+    and whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then)."""
+
+    original: dd.DataFrame
+    masked: dd.DataFrame
+    pairs: dd.DataFrame
+    id_col: str
+    variables: list[str]
+    key_vars: list[str]
+    columns: list[str]
+    moments: tuple[Moments, Moments]
+    by_id: bool
+    cell_rows: int
+    pld_cell_rows: int
+
+    @property
+    def n(self) -> int:
+        """Records of the original file."""
+        return self.moments[0].n
+
+    @property
+    def n_masked(self) -> int:
+        """Records of the masked file."""
+        return self.moments[1].n
+
+    @property
+    def whole(self) -> bool:
+        """Whether every original record is paired by id: the pairs then stand for both files (no second read)."""
+        return self.by_id and self.n == self.n_masked
+
+    @cached_property
+    def pair_parts(self) -> list:
+        """The delayed partitions of the paired records."""
+        return self.pairs.to_delayed()
+
+    @cached_property
+    def variable_moments(self) -> tuple[Moments, Moments]:
+        """The original's and the masked file's sketches of the variables only."""
+        index = [self.columns.index(v) for v in self.variables]
+        return self.moments[0].subset(index), self.moments[1].subset(index)
+
+    @cached_property
+    def original_sd(self) -> dict[str, float]:
+        """Population sd of each column of the original file."""
+        return dict(zip(self.columns, self.moments[0].sd))
+
+    @cached_property
+    def key_scaling(self) -> tuple[np.ndarray, np.ndarray]:
+        """(mean, standard_scale) of the original's key variables: the standardization of distance linkage."""
+        index = [self.columns.index(k) for k in self.key_vars]
+        return self.moments[0].mean[index], standard_scale(self.moments[0].sd)[index]
+
+    @cached_property
+    def original_key_parts(self) -> list:
+        """Delayed partitions of the original file holding the id and the key variables (the pairs when they
+        stand for the whole original file)."""
+        return self.pair_parts if self.whole else self.original[[self.id_col, *self.key_vars]].to_delayed()
+
+    def column_parts(self, frame: dd.DataFrame, var: str) -> list | None:
+        """Delayed partitions of one column of ``frame``, or None when the pairs stand for the whole file."""
+        return None if self.whole else frame[[var]].to_delayed()
+
+
+# ---------------------------------------------------------------- il
+
+
+def _partition_cells(part: pd.DataFrame, variables: list[str], sd: np.ndarray) -> tuple[CellSums, CellErrors]:
+    """IL1 sums and the matrix-measure cell errors of one paired partition."""
+    x = part[variables].to_numpy(np.float64)
+    xm = part[[v + MASKED_SUFFIX for v in variables]].to_numpy(np.float64)
+    return cell_sums(x, xm), cell_errors(x, xm, sd)
+
+
+def _add_cells(a: tuple[CellSums, CellErrors], b: tuple[CellSums, CellErrors]) -> tuple[CellSums, CellErrors]:
+    """The cell sums and errors of two disjoint sets of paired records."""
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _column_rank_errors(pair_parts: list[pd.DataFrame], var: str, id_col: str) -> RankErrors:
+    """Rank errors of one variable: the paired records' original and masked values each ranked 1..n' among
+    themselves, ties by id (bounded_rank_metrics.txt sec. 2 compares two permutations of 1..n'), gathered on one
+    worker and dropped once the sums are taken."""
+    ids = gathered(pair_parts, id_col)
+    x, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    return rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None])
+
+
+def _concat_errors(errors: list[RankErrors]) -> RankErrors:
+    """Rank errors of disjoint sets of attributes side by side."""
+    return RankErrors(*(sum((getattr(e, f) for e in errors), ()) for f in ("abs_sum", "sq_sum", "count")))
+
+
+def _il_tasks(ctx: ContinuousContext) -> dict:
+    """Cell sums and errors of every paired partition, tree-reduced; with pairing by id, each variable's rank
+    errors."""
+    sd = effective_sd(ctx.variable_moments[0])
+    tasks = {"cells": tree_merge([dask.delayed(_partition_cells)(p, ctx.variables, sd) for p in ctx.pair_parts],
+                                 _add_cells)}
+    if ctx.by_id:
+        tasks["ranks"] = [dask.delayed(_column_rank_errors)(ctx.pair_parts, v, ctx.id_col) for v in ctx.variables]
+    return tasks
+
+
+def _il_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """IL1..IL5, IL, the matrix measures, IL1s and (pairing by id) brMAE, brMSE."""
+    mo, mm = ctx.variable_moments
+    sums, errors = results["cells"]
+    out = {**information_loss(sums, mo, mm), **matrix_measures(errors, mo, mm)}
+    if "ranks" in results:
+        out.update(bounded_rank_metrics(_concat_errors(list(results["ranks"])), ctx.n_masked))
+    return out
+
+
+IL = Family("il", _il_tasks, _il_finish)
+
+
+# ---------------------------------------------------------------- pil
+
+
+def _column_quantile_terms(pair_parts: list[pd.DataFrame] | None, files: tuple[list, list] | None,
+                           var: str) -> tuple[np.ndarray, int]:
+    """pil(Q_q) terms of one variable from the exact quantiles of its sorted original and masked columns
+    (pil_measures.txt sec. 4.3-5, :func:`quantile_pil`), gathered on one worker; ``files``: the original and the
+    masked file's partitions with the variable, None when the pairs hold every record of both."""
+    if files is None:
+        xo, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    else:
+        xo, xm = (gathered(f, var, np.float64) for f in files)
+    return quantile_pil(np.sort(xo), np.sort(xm))
+
+
+def _pil_tasks(ctx: ContinuousContext) -> dict:
+    """Each variable's quantile terms."""
+    return {"quantiles": [dask.delayed(_column_quantile_terms)(
+        ctx.pair_parts if ctx.whole else None,
+        None if ctx.whole else (ctx.column_parts(ctx.original, v), ctx.column_parts(ctx.masked, v)), v)
+        for v in ctx.variables]}
+
+
+def _pil_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """PIL_Q, PIL_m1, PIL_m2, PIL_m11, PIL_r and PIL."""
+    mo, mm = ctx.variable_moments
+    return pil_measures(mo, mm, list(results["quantiles"]))
+
+
+PIL = Family("pil", _pil_tasks, _pil_finish, moment_order=4)
+
+
+# ---------------------------------------------------------------- id
+
+
+def _column_intervals(pair_parts: list[pd.DataFrame], orig_parts: list[pd.DataFrame] | None, var: str,
+                      sd: float) -> np.ndarray:
+    """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
+    original and masked values gathered on one worker: one sort of the original column for the whole file
+    (``orig_parts``: the original file's partitions, None when the pairs hold every original record)."""
+    x = gathered(pair_parts, var, np.float64)
+    xm = gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    orig = x if orig_parts is None else gathered(orig_parts, var, np.float64)
+    return np.append(interval_hits(np.sort(orig), x, xm), sdid_hits(x, xm, sd))
+
+
+def _id_tasks(ctx: ContinuousContext) -> dict:
+    """With pairing by id, each variable's hits, tree-summed."""
+    if not ctx.by_id:
+        return {}
+    hits = [dask.delayed(_column_intervals)(ctx.pair_parts, ctx.column_parts(ctx.original, v), v,
+                                            ctx.original_sd[v]) for v in ctx.variables]
+    return {"hits": tree_merge(hits, operator.add)}
+
+
+def _id_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """ID_p in percent of the paired values (sdc_methods_comparison_chapter.txt sec. 3), ID = their mean
+    (sec. 4), SDID."""
+    pct = 100.0 * results["hits"] / (ctx.n_masked * len(ctx.variables))
+    out = {f"ID_{p}": float(pct[j]) for j, p in enumerate(ID_PERCENTS)}
+    out["ID"] = float(pct[:-1].mean())
+    out["SDID"] = float(pct[-1])
+    return out
+
+
+ID = Family("id", _id_tasks, _id_finish)

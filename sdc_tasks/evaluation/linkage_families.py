@@ -1,0 +1,136 @@
+"""The record-linkage families: ``dld`` (DLD_i, DLD2_i, DLD), ``pld`` (PLD and its fit), ``dld_published``
+(DLDpub_i, DLDpub) and ``pld_published`` (PLDpub_i, PLDpub), each a
+:class:`~sdc_tasks.evaluation.family.Family` over the paired records of a
+:class:`~sdc_tasks.evaluation.continuous.ContinuousContext`.
+
+They need records paired by id (the ground truth of who is whom) and key variables; otherwise they compute
+nothing. Their graphs (linkage.py) are computed after the shared pass, one key prefix after another, so that only
+one prefix's cells are in memory at a time.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+
+from sdc_tasks.evaluation.continuous import ContinuousContext
+from sdc_tasks.evaluation.family import Deferred, Family
+from sdc_tasks.evaluation.linkage import (
+    linkage_graph,
+    probabilistic_linkage_graph,
+    published_linkage_graph,
+    published_probabilistic_linkage_graph,
+)
+
+
+def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
+    """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
+    ``graph(pair_parts, sizes, i)``: one blocked exact search per prefix, computed one after the other so only
+    one prefix's cells are in memory at a time."""
+    pair_parts = pairs.to_delayed()
+    sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
+    return np.array([dask.compute(graph(pair_parts, sizes, i + 1))[0] for i in range(len(key_vars))])
+
+
+def _linkable(ctx: ContinuousContext) -> bool:
+    """Whether linkage has a ground truth (records paired by id) and keys to link on."""
+    return ctx.by_id and bool(ctx.key_vars)
+
+
+def _linkage_tasks(name: str, run: Callable[[ContinuousContext], Any]) -> Callable[[ContinuousContext], dict]:
+    """The tasks of a linkage family: ``run`` deferred under ``name`` when linkage applies (:func:`_linkable`)."""
+    return lambda ctx: {name: Deferred(run)} if _linkable(ctx) else {}
+
+
+def _percent_by_prefix(stem: str, percents: np.ndarray) -> dict[str, float]:
+    """``stem_i`` for the first i key variables, i = 1..m, and ``stem``, their mean (chapter 6 sec. 4 averages
+    the linkage measures over the number of key variables the intruder knows)."""
+    out = {f"{stem}_{i + 1}": float(v) for i, v in enumerate(percents)}
+    out[stem] = float(percents.mean())
+    return out
+
+
+# ---------------------------------------------------------------- dld
+
+
+def _distance_credits(ctx: ContinuousContext) -> np.ndarray:
+    """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (docs/metrics.md DLD_i)."""
+    center, scale = ctx.key_scaling
+    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: linkage_graph(
+        ctx.original_key_parts, parts, sizes, ctx.id_col, ctx.key_vars[:i], center[:i], scale[:i], ctx.n,
+        ctx.cell_rows))
+
+
+def _dld_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """DLD_i and DLD2_i in percent of the masked records, DLD the mean of DLD_i."""
+    dld = 100.0 * results["credits"] / ctx.n_masked
+    out = _percent_by_prefix("DLD", dld[:, 0])
+    out.update({f"DLD2_{i + 1}": float(v) for i, v in enumerate(dld[:, 1])})
+    return out
+
+
+DLD = Family("dld", _linkage_tasks("credits", _distance_credits), _dld_finish)
+
+
+# ---------------------------------------------------------------- pld
+
+
+def _probabilistic_links(ctx: ContinuousContext) -> tuple:
+    """(Fellegi-Sunter model, [correctly paired records, records with their own original among the candidates])
+    of probabilistic linkage on all key variables."""
+    center, scale = ctx.key_scaling
+    return probabilistic_linkage_graph(ctx.original_key_parts, ctx.pair_parts, ctx.id_col, ctx.key_vars, center,
+                                       scale, ctx.n, ctx.pld_cell_rows).compute()
+
+
+def _pld_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """PLD and PLD_candidate_recall in percent of the masked records, the EM fit's match prior and iterations."""
+    model, (correct, reachable) = results["links"]
+    return {"PLD": 100.0 * float(correct) / ctx.n_masked,
+            "PLD_candidate_recall": 100.0 * float(reachable) / ctx.n_masked,
+            "PLD_match_prior": float(model.p), "PLD_em_iterations": float(model.iterations)}
+
+
+PLD = Family("pld", _linkage_tasks("links", _probabilistic_links), _pld_finish)
+
+
+# ---------------------------------------------------------------- dld_published
+
+
+def _published_distance_counts(ctx: ContinuousContext) -> np.ndarray:
+    """Linked counts of the published Table 1 setup for the first i key variables, i = 1..m, shape (m, 2)
+    (linkage.published_linkage_graph)."""
+    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: published_linkage_graph(
+        parts, sizes, ctx.id_col, ctx.key_vars[:i], ctx.cell_rows))
+
+
+def _dld_published_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """DLDpub_i in percent of the masked records and DLDpub their mean (docs/reproduction.md)."""
+    return _percent_by_prefix("DLDpub", 100.0 * results["counts"][:, 0] / ctx.n_masked)
+
+
+DLD_PUBLISHED = Family("dld_published", _linkage_tasks("counts", _published_distance_counts), _dld_published_finish)
+
+
+# ---------------------------------------------------------------- pld_published
+
+
+def _published_probabilistic_credits(ctx: ContinuousContext) -> np.ndarray:
+    """Summed credits of probabilistic linkage as the published Table 1 was computed, for the first i key
+    variables, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph)."""
+    center, scale = ctx.key_scaling
+    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: published_probabilistic_linkage_graph(
+        ctx.original_key_parts, parts, ctx.id_col, ctx.key_vars[:i], center[:i], scale[:i], ctx.n,
+        ctx.pld_cell_rows))
+
+
+def _pld_published_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """PLDpub_i in percent of the masked records and PLDpub their mean (docs/reproduction.md)."""
+    return _percent_by_prefix("PLDpub", 100.0 * results["credits"] / ctx.n_masked)
+
+
+PLD_PUBLISHED = Family("pld_published", _linkage_tasks("credits", _published_probabilistic_credits),
+                       _pld_published_finish)

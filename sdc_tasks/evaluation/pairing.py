@@ -1,0 +1,106 @@
+"""Pairing a masked file with its original: by id (masking methods keep ids), by row position (files without
+ids) or, for synthetic and re-sized files, with the nearest original record (post_masking_optimization.txt
+sec. 2). A pairing is a Dask frame holding each original variable beside its masked column (suffixed
+MASKED_SUFFIX), one row per paired record.
+"""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+from scipy.spatial import cKDTree
+
+from sdc_tasks.errors import InputError
+from sdc_tasks.io import add_row_ids
+from sdc_tasks.reserved import MASKED_SUFFIX
+
+
+def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
+    """Return (original, masked, id column) where a file lacking ``id_col`` gets it from its row positions
+    (0-based, as ``sdc mask`` creates it), so files without ids are paired by row position."""
+    fill = [None if f is None or id_col in f.columns else add_row_ids(f, id_col) for f in (original, masked)]
+    return fill[0] if fill[0] is not None else original, fill[1] if fill[1] is not None else masked, id_col
+
+
+def check_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame, id_col: str) -> None:
+    """Raise InputError when the id columns of the two files are of kinds that never compare equal (numbers in
+    one, text in the other): pairing by id would find no record, and "auto" pairing would fall back to nearest
+    records without saying why."""
+    kinds = [pd.api.types.is_numeric_dtype(f._meta[id_col].dtype) for f in (original, masked)]
+    if kinds[0] != kinds[1]:
+        raise InputError(f"id column {id_col!r} holds {'numbers' if kinds[0] else 'text'} in the original file and "
+                         f"{'numbers' if kinds[1] else 'text'} in the masked file: the ids cannot pair the records")
+
+
+def _same_ids(o: pd.DataFrame, m: pd.DataFrame, id_col: str) -> bool:
+    """Whether two partitions hold the same ids in the same order."""
+    return len(o) == len(m) and np.array_equal(o[id_col].to_numpy(), m[id_col].to_numpy())
+
+
+def _side_by_side(o: pd.DataFrame, m: pd.DataFrame, id_col: str, variables: list[str]) -> pd.DataFrame:
+    """Two partitions with the same ids in the same order as one frame (masked columns suffixed)."""
+    out = o[[id_col, *variables]].reset_index(drop=True)
+    for v in variables:
+        out[v + MASKED_SUFFIX] = m[v].to_numpy()
+    return out
+
+
+def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dd.DataFrame:
+    """Original and masked values side by side, one row per id present in both (masked columns suffixed).
+
+    When both files have the same partitions with the same ids in the same order (a release's output against
+    its input), partitions are zipped; otherwise the files are joined on the id (a shuffle)."""
+    if original.npartitions == masked.npartitions:
+        checks = [dask.delayed(_same_ids)(o, m, id_col)
+                  for o, m in zip(original[[id_col]].to_delayed(), masked[[id_col]].to_delayed())]
+        if all(dask.compute(*checks)):
+            parts = [dask.delayed(_side_by_side)(o, m, id_col, variables)
+                     for o, m in zip(original[[id_col, *variables]].to_delayed(),
+                                     masked[[id_col, *variables]].to_delayed())]
+            return dd.from_delayed(parts, meta=_side_by_side(original._meta, masked._meta, id_col, variables),
+                                   verify_meta=False)
+    m = masked[[id_col, *variables]].rename(columns={v: v + MASKED_SUFFIX for v in variables})
+    return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
+
+
+def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],
+                       center: np.ndarray, scale: np.ndarray, id_col: str) -> pd.DataFrame:
+    """Pair each masked record with its nearest original record (standardized Euclidean distance over the
+    variables; post_masking_optimization.txt sec. 2): original values beside the masked ones."""
+    xm = part[variables].to_numpy(np.float64)
+    _, idx = tree.query((xm - center) / scale, k=1)
+    out = pd.DataFrame(orig_values[np.asarray(idx, dtype=np.int64)], columns=variables)
+    out.insert(0, id_col, part[id_col].to_numpy())
+    for j, v in enumerate(variables):
+        out[v + MASKED_SUFFIX] = xm[:, j]
+    return out
+
+
+def paired_nearest(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+                   center: np.ndarray, scale: np.ndarray) -> dd.DataFrame:
+    """Masked records paired with their nearest original record (for synthetic files or n' != n); the k-d
+    tree of the standardized original records is built once on one worker."""
+    orig_values = dask.delayed(_concat_values)(original[variables].to_delayed(), variables)
+    tree = dask.delayed(_standardized_tree)(orig_values, center, scale)
+    meta = pd.DataFrame({id_col: masked._meta[id_col], **{v: pd.Series(dtype="float64") for v in variables},
+                         **{v + MASKED_SUFFIX: pd.Series(dtype="float64") for v in variables}})
+    parts = [dask.delayed(_nearest_originals)(part, tree, orig_values, variables, center, scale, id_col)
+             for part in masked[[id_col, *variables]].to_delayed()]
+    return dd.from_delayed(parts, meta=meta, verify_meta=False)
+
+
+def _concat_values(parts: list[pd.DataFrame], variables: list[str]) -> np.ndarray:
+    """The given columns of all partitions as one (n, p) array."""
+    return pd.concat(parts, ignore_index=True)[variables].to_numpy(np.float64)
+
+
+def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray) -> cKDTree:
+    """k-d tree of standardized records."""
+    return cKDTree((values - center) / scale)
+
+
+def record_count(frame: dd.DataFrame):
+    """Delayed number of records of a collection."""
+    return dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
