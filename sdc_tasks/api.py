@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -22,24 +21,36 @@ import pandas as pd
 from distributed import futures_of, wait
 
 from sdc_tasks import scheduling
+from sdc_tasks.arguments import (
+    PathLike,
+    as_given,
+    check_kind,
+    check_roles,
+    checked_orders,
+    checked_params,
+    column_names,
+    dask_frame,
+    is_csv,
+    is_path,
+    output_of,
+    source_of,
+)
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
-from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS, StepContext
-from sdc_tasks.masking.registry import METHODS, method_catalogue, validate_params
+from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.registry import METHODS, method_catalogue
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
-from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
+from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.run import run_release
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
 from sdc_tasks.pipeline.summary import ReleaseSummary
-from sdc_tasks.reserved import reserved_role
 from sdc_tasks.results import Metrics
 from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
 
-PathLike = str | os.PathLike
 Data = pd.DataFrame | dd.DataFrame | PathLike
 
 
@@ -54,131 +65,28 @@ class MaskResult:
     columns: dict[str, str]
 
 
-def _is_path(data: Any) -> bool:
-    """Whether ``data`` names a file or directory (a string or an ``os.PathLike``)."""
-    return isinstance(data, (str, os.PathLike))
-
-
-def _checked_kind(data: Any, name: str) -> None:
-    """Raise InputError naming the argument when ``data`` is not a pandas DataFrame, Dask DataFrame or path."""
-    if not (_is_path(data) or isinstance(data, (pd.DataFrame, dd.DataFrame))):
-        raise InputError(f"{name} must be a pandas DataFrame, a Dask DataFrame or a path, not {type(data).__name__}")
-
-
-def _dask_frame(data: pd.DataFrame | dd.DataFrame, name: str) -> dd.DataFrame:
-    """A DataFrame as a Dask DataFrame with a fresh row index (pandas: partitions of TARGET_PARTITION_ROWS rows),
-    after checking its column names as a file's are checked: text, each once, none colliding with the
-    pipeline's own names (sdc_tasks.reserved)."""
-    names = list(data.columns)
-    for i, column in enumerate(names):
-        if not isinstance(column, str):
-            raise InputError(f"column number {i + 1} of {name} has a name of type {type(column).__name__}: "
-                             "name every column with text")
-        if column in names[:i]:
-            raise InputError(f"column {column!r} appears twice in {name}: give each column its own name")
-        role = reserved_role(column)
-        if role:
-            raise InputError(f"column {column!r} of {name} {role}: the pipeline uses such names for its own "
-                             "columns; rename it")
-    if isinstance(data, dd.DataFrame):
-        return data
-    return dd.from_pandas(data.reset_index(drop=True), chunksize=TARGET_PARTITION_ROWS, sort=False)
-
-
-def _as_given(result: pd.DataFrame, data: pd.DataFrame) -> pd.DataFrame:
-    """A computed result with ``data``'s index and its text columns in their given type (Dask computes text
-    as Arrow strings)."""
-    text = {c: t for c, t in data.dtypes.items() if not pd.api.types.is_numeric_dtype(t)
-            and not pd.api.types.is_bool_dtype(t) and result.dtypes[c] != t}
-    return result.astype(text).set_axis(data.index)
-
-
-def _source(data: Any, name: str) -> Path | dd.DataFrame | None:
-    """A path as a Path, a DataFrame as a checked Dask DataFrame (:func:`_dask_frame`), None as None."""
-    if data is None:
-        return None
-    _checked_kind(data, name)
-    return Path(data) if _is_path(data) else _dask_frame(data, name)
-
-
-def _names(value: str | Sequence[str] | None) -> list[str] | None:
-    """Column names given as one name or a sequence of names; None (or empty) for none."""
-    if value is None or isinstance(value, str):
-        return [value] if value else None
-    return list(value) or None
-
-
-def _checked_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """The method's parameters, defaults filled in; InputError naming an unknown method or a bad parameter."""
-    try:
-        return validate_params(method, params)
-    except ValueError as exc:
-        raise InputError(str(exc)) from None
-
-
-def _checked_orders(ordinal: Mapping[str, Sequence] | None) -> dict[str, list]:
-    """The declared category orders, {variable: categories in order}; InputError naming a variable whose order
-    is empty or lists a category twice."""
-    orders = {str(name): list(categories) for name, categories in (ordinal or {}).items()}
-    for name, categories in orders.items():
-        if not categories or len(set(categories)) != len(categories):
-            raise InputError(f"ordinal {name!r}: give its categories in order, each once "
-                             f"(--ordinal {name}=c1,c2,...)")
-    return orders
-
-
-def _checked_roles(method: str, variables: list[str] | None, id_column: str, strata: str | None,
-                   original: Any) -> None:
-    """Raise InputError when a method needs the original records and none are given, a categorical method gets
-    no variables, or the variables name the id or the strata column, which are never masked."""
-    if METHODS[method].after_masking and original is None:
-        raise InputError(f"method {method} moves a masked file toward the original records: name them with "
-                         "--original FILE (original=)")
-    if METHODS[method].kind == "categorical" and not variables:
-        raise InputError(f"method {method} masks categorical variables: name them with --vars")
-    if id_column in (variables or []):
-        raise InputError(f"--vars names the id column {id_column!r} (--id-col): ids are not masked")
-    if strata is not None and strata in (variables or []):
-        raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
-
-
-def _is_csv(out: PathLike) -> bool:
-    """Whether an output is written as one CSV file (a .csv name) rather than a Parquet dataset directory."""
-    return Path(out).suffix.lower() == ".csv"
-
-
-def _output(out: PathLike | None, overwrite: bool, inputs: list[Any]) -> contextlib.AbstractContextManager:
-    """The atomic output ``out`` as ``sdc mask`` writes it (:mod:`sdc_tasks.outputs`): one CSV file for a .csv
-    name, else a Parquet dataset directory, never one of the ``inputs`` that are paths; a null context for
-    None."""
-    if out is None:
-        return contextlib.nullcontext()
-    writer = atomic_output_file if _is_csv(out) else atomic_output_dir
-    return writer(out, overwrite, inputs=[d for d in inputs if _is_path(d)])
-
-
 def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,
            seed: int = 0, strata: str | None = None, id_column: str = "record_id", original: Data | None = None,
            ordinal: Mapping[str, Sequence] | None = None, out: PathLike | None = None, overwrite: bool = False,
            client: Any = None, workers: int | None = None) -> MaskResult:
     """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
     method ran in and the role of every column (``sdc mask`` reports both)."""
-    params = _checked_params(method, dict(params))
-    variables = _names(vars)
-    _checked_roles(method, variables, id_column, strata, original)
-    orders = _checked_orders(ordinal)
-    _checked_kind(data, "data")
-    if _is_path(data) and out is None:
+    params = checked_params(method, dict(params))
+    variables = column_names(vars)
+    check_roles(method, variables, id_column, strata, original)
+    orders = checked_orders(ordinal)
+    check_kind(data, "data")
+    if is_path(data) and out is None:
         raise InputError(f"out: masking a file ({data}) writes the masked file: name it with out= (--out)")
     lazy = isinstance(data, dd.DataFrame) and out is None
     if lazy and workers is not None:
         raise InputError("workers: a Dask DataFrame masked on a cluster started for this call would be lost with "
                          "the cluster: name an output with out=, or pass a client")
-    source, original_source = _source(data, "data"), _source(original, "original")
-    what = f"input {data}" if _is_path(data) else "data"
-    original_what = f"original file {original}" if _is_path(original) else "original"
+    source, original_source = source_of(data, "data"), source_of(original, "original")
+    what = f"input {data}" if is_path(data) else "data"
+    original_what = f"original file {original}" if is_path(original) else "original"
     categorical = METHODS[method].kind == "categorical"
-    with _output(out, overwrite, [data, original]) as target, \
+    with output_of(out, overwrite, [data, original]) as target, \
             scheduling.scheduled([] if lazy else [data, original], client, workers):
         variables = variables or numeric_columns(source, [id_column, strata], what)
         numeric, named = ([], variables) if categorical else (variables, [])
@@ -188,18 +96,18 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
-        if target is not None and _is_csv(out):
+        if target is not None and is_csv(out):
             staged.frame.compute().to_csv(target, index=False)
         elif target is not None:
             write_parquet(staged.frame, target)
         if isinstance(data, pd.DataFrame):
-            result = _as_given(staged.frame.compute(), data)
+            result = as_given(staged.frame.compute(), data)
         elif lazy:
             result = staged.frame.persist()
             if futures_of(result):  # a distributed client persists in the background
                 wait(result)
     if not isinstance(data, pd.DataFrame) and not lazy:
-        result = Path(out) if _is_path(data) else read_table(out)
+        result = Path(out) if is_path(data) else read_table(out)
     return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata))
 
 
@@ -247,9 +155,9 @@ def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, se
     Returns
     -------
     pandas.DataFrame, dask.dataframe.DataFrame or pathlib.Path
-        The kind given: pandas with the input's index and the columns and dtypes ``sdc mask`` writes (masked
-        continuous variables as float64, the id column first when created); a Dask DataFrame read from ``out``,
-        or persisted when no ``out`` is given; for a path, the path written.
+        The kind given: pandas with the input's index and the values ``sdc mask`` writes (masked continuous
+        variables as float64, the id column first when created, text columns in their given type); a Dask
+        DataFrame read from ``out``, or persisted when no ``out`` is given; for a path, the path written.
 
     Raises
     ------
@@ -342,12 +250,12 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
     docs/references.md gives the full references; docs/metrics.md the definitions.
     """
     for data, name in ((original, "original"), (masked, "masked")):
-        _checked_kind(data, name)
-    sources = [_source(d, n) for d, n in ((original, "original"), (masked, "masked"), (reference, "reference"))]
+        check_kind(data, name)
+    sources = [source_of(d, n) for d, n in ((original, "original"), (masked, "masked"), (reference, "reference"))]
     with scheduling.scheduled([original, masked, reference], client, workers):
-        values = evaluate_paths(sources[0], sources[1], id_column, _names(vars), _names(key_vars),
-                                DEFAULT_FAMILIES if families is None else tuple(_names(families) or ()), pairing,
-                                categorical=_names(categorical), ordinal=_checked_orders(ordinal), weight=weight,
+        values = evaluate_paths(sources[0], sources[1], id_column, column_names(vars), column_names(key_vars),
+                                DEFAULT_FAMILIES if families is None else tuple(column_names(families) or ()), pairing,
+                                categorical=column_names(categorical), ordinal=checked_orders(ordinal), weight=weight,
                                 reference=sources[2])
     return Metrics(values)
 
@@ -413,7 +321,7 @@ def _release_spec(spec: Any) -> ReleaseSpec:
         return spec
     if isinstance(spec, Mapping):
         return parse_spec(dict(spec))
-    if _is_path(spec):
+    if is_path(spec):
         return load_spec(spec)
     raise InputError(f"spec must be a ReleaseSpec, a mapping or a path, not {type(spec).__name__}")
 
@@ -477,14 +385,14 @@ def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None,
 
     docs/references.md gives the full references; docs/comparison.md the grids and the ranking.
     """
-    _checked_kind(data, "data")
+    check_kind(data, "data")
     chosen = grid if isinstance(grid, Grid) else parse_grid(dict(grid)) if isinstance(grid, Mapping) else \
         load_grid(grid)
     bounds = parse_limits([f"{name}={limit}" for name, limit in (limits or {}).items()])
     with contextlib.ExitStack() as stack:
-        path = Path(data) if _is_path(data) else _scratch_copy(_dask_frame(data, "data"), stack)
+        path = Path(data) if is_path(data) else _scratch_copy(dask_frame(data, "data"), stack)
         stack.enter_context(scheduling.scheduled([data], client, workers))
-        result = comparison(path, out, chosen, id_column, _names(vars), _names(key_vars), bounds, parallel,
+        result = comparison(path, out, chosen, id_column, column_names(vars), column_names(key_vars), bounds, parallel,
                             overwrite, risk)
     if not bounds:
         return result.table

@@ -112,3 +112,24 @@ def test_rescale_after_noise_restores_the_originals_moments_given_by_original(tm
     cols = list(original.columns)
     pd.testing.assert_series_equal(out[cols].mean(), original[cols].mean(), rtol=1e-9)
     pd.testing.assert_series_equal(out[cols].std(ddof=0), original[cols].std(ddof=0), rtol=1e-9)
+
+
+def test_mask_takes_a_parameter_named_like_an_option_as_a_method_parameter(tmp_path):
+    out = tmp_path / "never"
+    result = invoke("mask", "--input", bundled_path("census.csv"), "--method", "mdav", "--param", "k=3",
+                    "--param", "seed=4", "--out", out)
+    assert result.exit_code == 2 and "parameter 'seed' of mdav" in result.output and not out.exists()
+
+
+def test_mask_and_evaluate_report_what_they_did(tmp_path, no_cluster):
+    source = tmp_path / "in.csv"
+    pd.read_csv(bundled_path("census.csv")).head(120).assign(region="north").to_csv(source, index=False)
+    result = invoke("mask", "--input", source, "--method", "mic_z", "--param", "k=4", "--param", "block_size=40",
+                    "--vars", "AGI,FICA,FEDTAX", "--out", tmp_path / "out")
+    assert result.exit_code == 0, result.output
+    assert "wrote" in result.output and "(mic_z, 3 blocks)" in result.output
+    others = ", ".join(c for c in pd.read_csv(source).columns if c not in ("AGI", "FICA", "FEDTAX"))
+    assert f"columns: masked AGI, FEDTAX, FICA; passed_through {others}; id record_id" in result.output  # file order
+    metrics = json.loads(invoke("evaluate", "--original", source, "--masked", tmp_path / "out", "--vars",
+                                "AGI,FICA,FEDTAX", "--families", "il").stdout)
+    assert metrics["p"] == 3 and metrics["key_vars"] == ["AGI", "FICA", "FEDTAX"] and "DLD" not in metrics
