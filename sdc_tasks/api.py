@@ -409,11 +409,16 @@ def _scratch_copy(frame: dd.DataFrame, stack: contextlib.ExitStack) -> Path:
 
 
 def methods() -> pd.DataFrame:
-    """Every registered masking method, one row each: its name, kind (continuous or categorical), how it runs
-    (shape), summary, the source section it follows, its parameters with their defaults (``required`` for
-    those without), an example of valid parameters and whether it needs the original records
-    (``after_masking``) or an order of the categories (``ordinal``); docs/methods.md is generated from the same
-    rows."""
+    """Every registered masking method, as :func:`mask` takes them.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per method: ``method``, ``kind`` (continuous or categorical), ``shape`` (how it runs),
+        ``summary``, ``source`` (the section of the source paper it follows), ``parameters`` (name -> default,
+        or "required"), ``example`` (valid parameters), ``after_masking`` (needs the original records) and
+        ``ordinal`` (needs an order of the categories); docs/methods.md is generated from the same rows.
+    """
     return pd.DataFrame([{
         "method": m.name, "kind": m.kind, "shape": m.shape, "summary": m.summary, "source": m.source,
         "parameters": {p.name: "required" if p.required else p.default for p in m.params},
@@ -422,7 +427,13 @@ def methods() -> pd.DataFrame:
 
 
 def measures() -> pd.DataFrame:
-    """The metric catalogue, one row per metrics.json key or numbered set of keys (``DLD_<i>``): its pattern,
-    family, group, description, unit, direction (lower or higher is better), range and source section;
-    docs/metrics.md's key table is generated from the same rows."""
+    """The metric catalogue: every key :func:`evaluate` can give.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per metrics.json key or numbered set of keys (``DLD_<i>``): ``key``, ``pattern``, ``family``,
+        ``group``, ``description``, ``unit``, ``direction`` (lower or higher is better), ``range`` and
+        ``source`` (the paper and section); docs/metrics.md's key table is generated from the same rows.
+    """
     return pd.DataFrame([dataclasses.asdict(m) for m in MEASURES])

@@ -7,13 +7,16 @@ from __future__ import annotations
 import copy
 import html
 import numbers
-from typing import Any, Iterator, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Mapping, Sequence
 
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
 from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 HEADLINE = ("IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil", "Dist_mean", "ACTBIL",
             "kanon_min_group", "kanon_violations_2", "kanon_violations_3", "kanon_violations_5", "sample_uniques",
@@ -110,7 +113,7 @@ class Metrics(Mapping[str, Any]):
 
         return ru_points(label, self._values)
 
-    def ru_figure(self, label: str = "masked"):
+    def ru_figure(self, label: str = "masked") -> Figure:
         """The R-U confidentiality map of this evaluation (a matplotlib Figure; nothing is written or shown):
         its point, labelled ``label``, beside the original data at (DR = 100, IL = 0)."""
         from sdc_tasks.report.ru_map import ru_map_figure
@@ -118,7 +121,7 @@ class Metrics(Mapping[str, Any]):
         return ru_map_figure(self.ru_points(label))
 
     def plot_variables(self, original: Any, masked: Any, vars: str | Sequence[str] | None = None,
-                       id_column: str = "record_id", bins: int = 30):
+                       id_column: str = "record_id", bins: int = 30) -> Figure:
         """Per variable, the original and the masked distribution in one panel (a matplotlib Figure; nothing is
         written or shown): histograms on common bins for numbers, category counts side by side otherwise.
 
@@ -158,7 +161,7 @@ def _column(frame: Any, name: str) -> pd.Series:
     return column.compute() if isinstance(column, dd.Series) else column
 
 
-def _distributions(ax, original: pd.Series, masked: pd.Series, bins: int) -> None:
+def _distributions(ax: Any, original: pd.Series, masked: pd.Series, bins: int) -> None:
     """Draw one variable's original and masked distributions on ``ax``: step histograms on common bins for
     numbers, bars of the category counts otherwise."""
     if pd.api.types.is_numeric_dtype(original) and pd.api.types.is_numeric_dtype(masked):
