@@ -96,7 +96,7 @@ def checked_orders(ordinal: Mapping[str, Sequence] | None) -> dict[str, list]:
 
 
 def check_roles(method: str, variables: list[str] | None, id_column: str, strata: str | None,
-                   original: Any) -> None:
+                original: Any) -> None:
     """Raise InputError when a method needs the original records and none are given, a categorical method gets
     no variables, or the variables name the id or the strata column, which are never masked."""
     if METHODS[method].after_masking and original is None:
