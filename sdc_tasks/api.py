@@ -45,7 +45,6 @@ from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.registry import METHODS, method_catalogue
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
-from sdc_tasks.pipeline.run import run_release
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
 from sdc_tasks.pipeline.summary import ReleaseSummary
 from sdc_tasks.results import Metrics
@@ -304,6 +303,8 @@ def release(spec: ReleaseSpec | Mapping[str, Any] | PathLike, *, out_dir: PathLi
 
     docs/references.md gives the full references.
     """
+    from sdc_tasks.pipeline.run import run_release  # on use: it binds sdc_tasks.cluster.dask_client when imported
+
     chosen = _release_spec(spec)
     try:
         with scheduling.release_client(chosen.dask.address, chosen.input_path, client, workers) as running:
