@@ -1,6 +1,6 @@
-"""The masking method registry: one row per method (its parameter model, shape, flags, source, summary and
-example parameters), and what is generated from it: the method catalogue of the Python API, the ``sdc mask``
-help texts and docs/methods.md."""
+"""The masking method registry: one row per method (its parameter model, stage shape, kernel adapter, block plan,
+flags, source section, summary and example parameters), parameter validation, and what is generated from the
+rows: the method catalogue of the Python API, the ``sdc mask`` help texts and docs/methods.md."""
 
 from __future__ import annotations
 
@@ -163,7 +163,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "microaggregation on the first principal component (MicPCP): groups of k along its scores",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicPCP k)",
            {"k": 3, "block_size": 90},
-           "blocks hold whole groups of k along the projection: equal to the whole-file method",
+           "as mic_z",
            block=BlockPlan("principal", 1), unit_k=True),
     Method("rankswap", RankSwapParams, "column", rankswap_on_column,
            "rank swapping (Moore 1996): each value swapped with one at most p percent of the records away in rank",
@@ -267,9 +267,14 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
         )
         raise ValueError(bad) from None
     values = model.model_dump()
-    if "block_size" in values and "k" in values and values["block_size"] < 2 * values["k"]:
+    if _blocks_of_groups(values) and values["block_size"] < 2 * values["k"]:
         raise ValueError(f"parameter 'block_size' of {method} must be at least 2k = {2 * values['k']}")
     return values
+
+
+def _blocks_of_groups(names) -> bool:
+    """Whether parameters with these names have blocks of groups of k, so that ``block_size`` must be >= 2k."""
+    return "block_size" in names and "k" in names
 
 
 def parse_cli_params(pairs: list[str]) -> dict[str, Any]:
@@ -353,7 +358,7 @@ def _bounds(model: type[Params], name: str) -> str:
     ops = (("ge", ">="), ("gt", ">"), ("le", "<="), ("lt", "<"))
     parts = [f"{symbol} {getattr(c, attr)}" for c in model.model_fields[name].metadata for attr, symbol in ops
              if getattr(c, attr, None) is not None]
-    if name == "block_size" and "k" in model.model_fields:
+    if name == "block_size" and _blocks_of_groups(model.model_fields):
         parts.append(">= 2k")
     return ", ".join(parts)
 
@@ -406,6 +411,29 @@ def _markdown_default(p: ParamInfo) -> str:
     return "required" if p.required else f"`{p.default}`"
 
 
+_FLAG_TEXTS = (
+    ("after_masking", "needs the original records (a release's input, or `sdc mask --original`)"),
+    ("ordinal", "needs an order of the categories (declared, or the sorted values)"),
+    ("on_keys", "masks the categorical key variables unless told otherwise"),
+)
+
+
+def _method_section(m: Method) -> list[str]:
+    """The lines of a method's section of docs/methods.md: summary, source, scaling, flags, parameters, example."""
+    lines = ["", f"## `{m.name}`", "", f"{m.summary[0].upper()}{m.summary[1:]}.", "", f"Source: {m.source}.", "",
+             f"How it runs: {m.scaling}."]
+    flags = [text for flag, text in _FLAG_TEXTS if getattr(m, flag)]
+    if flags:
+        lines += ["", f"It {'; '.join(flags)}."]
+    infos = param_infos(m.name)
+    if infos:
+        lines += ["", "| parameter | type | default | bounds | description |", "|---|---|---|---|---|"]
+        lines += [f"| `{p.name}` | `{_cell(p.type)}` | {_markdown_default(p)} | {p.bounds} | {p.description} |"
+                  for p in infos]
+    example = f"sdc mask --method {m.name} {example_option(m.name)}".strip()
+    return lines + ["", f"Example: `{example}`"]
+
+
 def methods_markdown() -> str:
     """docs/methods.md: the table of methods and, per method, its parameters, as generated from the registry."""
     lines = [
@@ -432,20 +460,5 @@ def methods_markdown() -> str:
         lines.append(f"| `{m.name}` | {m.kind} | {m.shape} | {params} | {m.source} |")
     lines += ["", "Shapes:", ""] + [f"- {shape}: {text}." for shape, text in SHAPES.items()]
     for m in METHODS.values():
-        lines += ["", f"## `{m.name}`", "", f"{m.summary[0].upper()}{m.summary[1:]}.", "", f"Source: {m.source}.",
-                  "", f"How it runs: {m.scaling}."]
-        flags = [text for flag, text in ((m.after_masking, "needs the original records (a release's input, or "
-                                          "`sdc mask --original`)"), (m.ordinal, "needs an order of the "
-                                          "categories (declared, or the sorted values)"),
-                                         (m.on_keys, "its variables default to the categorical key variables"))
-                 if flag]
-        if flags:
-            lines += ["", f"It {'; '.join(flags)}."]
-        infos = param_infos(m.name)
-        if infos:
-            lines += ["", "| parameter | type | default | bounds | description |", "|---|---|---|---|---|"]
-            lines += [f"| `{p.name}` | `{_cell(p.type)}` | {_markdown_default(p)} | {p.bounds} | {p.description} |"
-                      for p in infos]
-        example = f"sdc mask --method {m.name} {example_option(m.name)}".strip()
-        lines += ["", f"Example: `{example}`"]
+        lines += _method_section(m)
     return "\n".join(lines) + "\n"
