@@ -436,8 +436,9 @@ def parse_limits(pairs: list[str]) -> dict[str, float]:
         if not sep or not key:
             raise InputError(f"--max {pair!r} must look like MEASURE=LIMIT (e.g. DLD=10)")
         if key != "risk" and gated_families(key) is None:
-            raise InputError(f"--max {pair!r}: unknown measure {key!r} (use a metrics.json key such as DLD, PLD, "
-                             "ID, IL, PIL, score or risk)")
+            raise InputError(f"--max {pair!r}: unknown measure {key!r}, or one a maximum cannot limit (use a "
+                             "metrics.json key where lower is better, such as DLD, PLD, ID, IL, PIL, score or risk; "
+                             "docs/metrics.md)")
         try:
             limits[key] = float(raw)
         except ValueError:

@@ -189,8 +189,9 @@ class ReleaseSpec(_Strict):
         for measure in self.gate.max:
             needs = gated_families(measure)
             if needs is None:
-                raise ValueError(f"gate.max.{measure}: unknown measure (use a metrics.json key such as DLD, PLD, ID, "
-                                 "DLD_3, SDID or score)")
+                raise ValueError(f"gate.max.{measure}: unknown measure, or one a maximum cannot limit (use a "
+                                 "metrics.json key where lower is better, such as DLD, PLD, ID, DLD_3, SDID or score; "
+                                 "docs/metrics.md)")
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
