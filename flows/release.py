@@ -18,11 +18,11 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import value_free
-from sdc_tasks.pipeline import gate as G
-from sdc_tasks.pipeline import stages as R
-from sdc_tasks.pipeline import summary as S
+from sdc_tasks.pipeline import stages
+from sdc_tasks.pipeline.gate import GateCheck, gate_checks
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
 from sdc_tasks.pipeline.spec import ReleaseSpec, load_spec
+from sdc_tasks.pipeline.summary import ReleaseSummary, publish
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -45,49 +45,49 @@ def mask_run_name(parameters: dict) -> str:
 @value_free("validate")
 def validate(spec: ReleaseSpec, checkpoint: Path) -> dict:
     """Check the original file against the spec, writing its checkpoint."""
-    return R.validate_input(spec, checkpoint)
+    return stages.validate_input(spec, checkpoint)
 
 
 @task(name="block", task_run_name="block step {i}", **IO_STAGE)
 @value_free("block")
-def block(spec: ReleaseSpec, i: int, paths: R.StepPaths) -> dict:
+def block(spec: ReleaseSpec, i: int, paths: stages.ReleasePaths) -> dict:
     """Partition step ``i``'s records into data-driven blocks."""
-    return R.block_stage(spec, i, paths)
+    return stages.block_stage(spec, i, paths)
 
 
 @task(name="mask step", task_run_name=mask_run_name, **IO_STAGE)
 @value_free("mask")
-def mask(spec: ReleaseSpec, i: int, paths: R.StepPaths) -> dict:
+def mask(spec: ReleaseSpec, i: int, paths: stages.ReleasePaths) -> dict:
     """Run masking step ``i`` per block or per scope."""
-    return R.mask_stage(spec, i, paths)
+    return stages.mask_stage(spec, i, paths)
 
 
 @task(name="write", task_run_name="write step {i}", **IO_STAGE)
 @value_free("write")
-def write(spec: ReleaseSpec, i: int, paths: R.StepPaths) -> dict:
+def write(spec: ReleaseSpec, i: int, paths: stages.ReleasePaths) -> dict:
     """Write step ``i``'s output in input order (the last step writes masked/)."""
-    return R.write_stage(spec, i, paths)
+    return stages.write_stage(spec, i, paths)
 
 
 @task(name="evaluate", task_run_name="evaluate", **IO_STAGE)
 @value_free("evaluate")
-def evaluate(spec: ReleaseSpec, paths: R.StepPaths) -> dict:
+def evaluate(spec: ReleaseSpec, paths: stages.ReleasePaths) -> dict:
     """Information loss and disclosure risk of the masked dataset: every metric family of the spec at once."""
-    return R.evaluate_release(spec, paths)
+    return stages.evaluate_release(spec, paths)
 
 
 @task(name="gate", task_run_name="gate", **STAGE)
 @value_free("gate")
-def gate(spec: ReleaseSpec, metrics: dict) -> tuple[G.GateCheck, ...]:
+def gate(spec: ReleaseSpec, metrics: dict) -> tuple[GateCheck, ...]:
     """The release gate's checks."""
-    return G.gate_checks(spec, metrics)
+    return gate_checks(spec, metrics)
 
 
 @task(name="report", task_run_name="report", **IO_STAGE)
 @value_free("report")
-def report(summary: S.ReleaseSummary, root: Path) -> None:
+def report(summary: ReleaseSummary, root: Path) -> None:
     """Write metrics.json, report.md, report.html, the R-U map and manifest.json; publish UI artifacts."""
-    S.publish(summary, root)
+    publish(summary, root)
     publish_artifacts(summary.as_dict(), "release", summary.name)
 
 
@@ -117,7 +117,7 @@ def release_overrides(out_dir: str | None = None, dask_address: str | None = Non
 @value_free("release")
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
             workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
-            tls_cert: str | None = None, tls_key: str | None = None) -> S.ReleaseSummary:
+            tls_cert: str | None = None, tls_key: str | None = None) -> ReleaseSummary:
     """Run one release end to end and return its summary; raise ReleaseRefused if the gate refused publication.
     The tls_* files (for a tls:// scheduler) replace the spec's dask.tls files one by one."""
     spec = load_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,

@@ -96,7 +96,7 @@ def in_process_release(spec_path: Path, root: Path) -> Path:
     """Run the spec's masking steps with the release stages in this process (Dask's synchronous scheduler, no
     cluster) and return ``root``, which then holds masked/ as a release does."""
     spec = load_spec(spec_path)
-    paths = R.StepPaths(root)
+    paths = R.ReleasePaths(root)
     with dask.config.set(scheduler="synchronous"):
         R.validate_input(spec, paths.checkpoint)
         for i in range(len(spec.steps)):

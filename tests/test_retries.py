@@ -32,8 +32,8 @@ def address():
 @pytest.fixture
 def no_retry_wait(monkeypatch):
     """The release stages as they are (same retries and retry condition) without the 5 s wait between tries."""
-    tasks = {f.name: getattr(F.TASKS, f.name) for f in dataclasses.fields(F.TASKS)}
-    monkeypatch.setattr(F, "TASKS", Stages(**{name: t.with_options(retry_delay_seconds=0) for name, t in tasks.items()}))
+    tasks = {f.name: getattr(F.TASKS, f.name) for f in dataclasses.fields(Stages)}
+    monkeypatch.setattr(F, "TASKS", Stages(**{n: t.with_options(retry_delay_seconds=0) for n, t in tasks.items()}))
 
 
 def spec_file(tmp_path: Path) -> Path:

@@ -23,7 +23,7 @@ from sdc_tasks.pipeline.gate import failed_checks, gate_checks, refusal_message
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.pipeline.stages import (
     WORK_DIR,
-    StepPaths,
+    ReleasePaths,
     block_stage,
     evaluate_release,
     mask_stage,
@@ -112,7 +112,7 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages,
     """Run every stage of the release in ``root`` and publish its files there; return its summary, published or
     refused (a refused release's masked/ is removed). The work directory, with the input's checkpoint, is
     removed before the files are published."""
-    paths, times, started = StepPaths(root), StageTimes(), now()
+    paths, times, started = ReleasePaths(root), StageTimes(), now()
     with times.timed("validate"):
         facts = stages.validate(spec, paths.checkpoint)
     log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
@@ -132,7 +132,7 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages,
     return summary
 
 
-def _masking_step(spec: ReleaseSpec, i: int, paths: StepPaths, stages: Stages, times: StageTimes,
+def _masking_step(spec: ReleaseSpec, i: int, paths: ReleasePaths, stages: Stages, times: StageTimes,
                   log: logging.Logger | logging.LoggerAdapter) -> StepSummary:
     """Run step ``i``'s stages (block when its method needs blocks, mask, write) and return its summary."""
     step = spec.steps[i]

@@ -1,7 +1,7 @@
 """The release stages as plain library functions (``sdc_tasks.pipeline.run`` runs them in order; the Prefect flow
 runs the same functions, each as a task).
 
-Each stage takes the spec and the run's paths (:class:`StepPaths`) and returns a small JSON-able summary; data
+Each stage takes the spec and the run's paths (:class:`ReleasePaths`) and returns a small JSON-able summary; data
 moves between stages as Parquet files, never as return values, so a retried stage restarts from paths and no
 lazy frame outlives the stage that built it. Validation reads the input file once and writes it as a Parquet
 checkpoint; every later stage reads the checkpoint, never the input file.
@@ -31,7 +31,7 @@ WORK_DIR = "_work"
 
 
 @dataclass(frozen=True)
-class StepPaths:
+class ReleasePaths:
     """Where a release writes inside its private directory ``root``: the input's checkpoint and each step's
     scratch and output under the work directory (removed before the release is published), masked/ at the top."""
 
@@ -91,7 +91,7 @@ def original_records(spec: ReleaseSpec, checkpoint: Path) -> dd.DataFrame:
     return read_checkpoint(checkpoint, spec.id_column, keep_partitions=spec.input_format == "csv")
 
 
-def step_source(spec: ReleaseSpec, i: int, paths: StepPaths) -> dd.DataFrame:
+def step_source(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dd.DataFrame:
     """The input of step ``i``: the original minus direct identifiers and dropped columns (first step) or the
     previous step's output."""
     if i > 0:
@@ -107,7 +107,7 @@ def uses_original(method: str) -> bool:
     return METHODS[method].after_masking or METHODS[method].carries_original
 
 
-def _step_args(spec: ReleaseSpec, i: int, paths: StepPaths) -> tuple[str, list[str], dict, StepContext]:
+def _step_args(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> tuple[str, list[str], dict, StepContext]:
     """Method, variables, parameters and context of step ``i`` (the original records as ``reference`` only for a
     method that uses them)."""
     step = spec.steps[i]
@@ -122,7 +122,7 @@ def needs_blocks(spec: ReleaseSpec, i: int) -> bool:
     return method_needs_blocks(spec.steps[i].method)
 
 
-def block_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'block': write step ``i``'s input as block-aligned Parquet in its work directory."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     staged = block_for(method, step_source(spec, i, paths), variables, params, ctx)
@@ -130,7 +130,7 @@ def block_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
     return {"blocks": staged.blocks}
 
 
-def mask_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
     returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
@@ -141,7 +141,7 @@ def mask_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
     return {"blocks": None if blocked else scope_count(source, ctx)}
 
 
-def write_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
+def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'write': put step ``i``'s masked values back in input order and write the step's output (the last
     step's: masked/)."""
     variables = spec.step_variables(i)
@@ -152,7 +152,7 @@ def write_stage(spec: ReleaseSpec, i: int, paths: StepPaths) -> dict:
     return {"rows": int(sum(parquet_row_counts(target)))}
 
 
-def evaluate_release(spec: ReleaseSpec, paths: StepPaths) -> dict:
+def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     """The metrics.json mapping of the release: every metric family of the spec in one evaluation of masked/
     against the original (one pairing, one sketch of the moments, the scores once), with the seed and the
     method chain."""

@@ -102,7 +102,6 @@ class ReleaseSummary:
             "metrics": self.metrics,
             "gate": gate if self.kind == "release" else None,
             "stage_seconds": self.stage_seconds,
-            "stage_spans": self.stage_spans,
             "ru_points": ru_points(self.label, self.metrics),
         }
 
