@@ -23,8 +23,8 @@ import time
 from pathlib import Path
 
 import yaml
-
 from peak_memory import PeakRSS
+
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
 from sdc_tasks.io import read_table
 

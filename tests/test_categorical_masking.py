@@ -13,8 +13,14 @@ import pytest
 
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.categorical import (bottom_coded, globally_recoded, kooiman_matrix, pram_draws,
-                                           suppression_patterns, top_coded)
+from sdc_tasks.masking.categorical import (
+    bottom_coded,
+    globally_recoded,
+    kooiman_matrix,
+    pram_draws,
+    suppression_patterns,
+    top_coded,
+)
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.record_random import record_uniforms

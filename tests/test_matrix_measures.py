@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from sdc_tasks.metrics import matrix_measures as mmod
 from sdc_tasks.metrics.matrix_measures import (
     KEYS,
-    CellErrors,
     SUMS,
+    CellErrors,
     align_signs,
     cell_errors,
     effective_sd,

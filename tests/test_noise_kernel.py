@@ -11,13 +11,7 @@ import math
 import numpy as np
 import pytest
 
-from sdc_tasks.masking.noise import (
-    correlated_noise,
-    kim_constant,
-    kim_transform,
-    noise_factor,
-    uncorrelated_noise,
-)
+from sdc_tasks.masking.noise import correlated_noise, kim_constant, kim_transform, noise_factor, uncorrelated_noise
 from sdc_tasks.record_random import record_normals
 
 SIGMA = np.array([[4.0, 1.2, -0.6], [1.2, 1.0, 0.3], [-0.6, 0.3, 2.25]])

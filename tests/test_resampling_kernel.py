@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sdc_tasks.masking.resampling import rescale, resample_column, resampled_order_statistics
+from sdc_tasks.masking.resampling import resample_column, resampled_order_statistics, rescale
 
 
 def ranks(values, tiebreak):

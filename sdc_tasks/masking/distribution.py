@@ -30,9 +30,9 @@ import math
 import warnings
 
 import numpy as np
+from scipy import stats
 
 from sdc_tasks.masking.checks import finite_array
-from scipy import stats
 
 MAX_FIT_VALUES = 100_000
 NON_NEGATIVE_CANDIDATES = ("norm", "lognorm", "gamma", "expon", "weibull_min")

@@ -21,9 +21,9 @@ from __future__ import annotations
 import io
 
 import numpy as np
+from PIL import Image
 
 from sdc_tasks.masking.checks import finite_array
-from PIL import Image
 
 TILE_ROWS = 65_496
 
