@@ -12,14 +12,14 @@ from typing import TYPE_CHECKING, Any
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "mask", "evaluate", "release", "compare", "methods", "measures", "Metrics",
-    "load_census", "load_tarragona", "load_testdata",
-    "SdcError", "InputError", "SpecError", "GridError", "ReleaseRefused", "NoneWithinLimits", "StageFailed",
-]
-
-_HOMES = {"Metrics": "sdc_tasks.results", **dict.fromkeys(__all__[:6], "sdc_tasks.api"),
-          **dict.fromkeys(__all__[7:10], "sdc_tasks.datasets"), **dict.fromkeys(__all__[10:], "sdc_tasks.errors")}
+_HOMES = {
+    **dict.fromkeys(("mask", "evaluate", "release", "compare", "methods", "measures"), "sdc_tasks.api"),
+    "Metrics": "sdc_tasks.results",
+    **dict.fromkeys(("load_census", "load_tarragona", "load_testdata"), "sdc_tasks.datasets"),
+    **dict.fromkeys(("SdcError", "InputError", "SpecError", "GridError", "ReleaseRefused", "NoneWithinLimits",
+                     "StageFailed"), "sdc_tasks.errors"),
+}
+__all__ = list(_HOMES)
 
 if TYPE_CHECKING:
     from sdc_tasks.api import compare, evaluate, mask, measures, methods, release
