@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
-from sdc_tasks.outputs import noted_process
+from sdc_tasks.outputs import noted_process, terminal_interrupt_blocked
 
 SERVER_COMMAND = "prefect.server.api.server:create_app"
 
@@ -20,9 +20,7 @@ def temporary_server() -> Iterator[None]:
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         yield
         return
-    from prefect.server.api.server import SubprocessASGIServer
-
-    server = SubprocessASGIServer()
+    server = _detached_server()
     server.start()
     try:
         with noted_process(server.server_process.pid, SERVER_COMMAND):
@@ -30,6 +28,22 @@ def temporary_server() -> Iterator[None]:
     finally:
         _delivered()
         server.stop()
+
+
+def _detached_server():
+    """Prefect's temporary server (the instance Prefect's clients find), whose process is started with SIGINT
+    blocked: the terminal's Ctrl-C reaches this run, which stops the server after the run has reported to it."""
+    from prefect.server.api.server import SubprocessASGIServer
+
+    class DetachedServer(SubprocessASGIServer):
+        """The server process of ``SubprocessASGIServer``, started without the terminal's SIGINT."""
+
+        def _run_uvicorn_command(self):
+            """Start the server process with SIGINT blocked (its blocked mask survives exec)."""
+            with terminal_interrupt_blocked():
+                return super()._run_uvicorn_command()
+
+    return DetachedServer()
 
 
 def _delivered() -> None:

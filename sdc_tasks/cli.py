@@ -5,9 +5,10 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import sys
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 import typer
 
@@ -41,13 +42,56 @@ def _refusals() -> tuple[type[Exception], ...]:
     return ReleaseRefused, NoneWithinLimits
 
 
+class Interrupted(KeyboardInterrupt):
+    """SIGINT or SIGTERM arrived: raised in the main thread, so that every block of the run ends as on Ctrl-C
+    (its cluster and server stopped, its scratch and hidden output directories removed)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+def _interrupt(signum: int, frame) -> None:
+    """Signal handler: raise Interrupted once; a further SIGINT or SIGTERM is ignored while the run cleans up."""
+    for sig in STOP_SIGNALS:
+        signal.signal(sig, signal.SIG_IGN)
+    raise Interrupted(signum)
+
+
+@contextlib.contextmanager
+def _interruptible() -> Iterator[None]:
+    """For the block, SIGINT and SIGTERM raise Interrupted in this (the main) thread; the handlers before are
+    restored after it."""
+    previous = {sig: signal.signal(sig, _interrupt) for sig in STOP_SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _interrupted(command: str, exc: KeyboardInterrupt) -> None:
+    """Print the one-line report of an interrupted command and exit 128 + the signal's number (130: SIGINT,
+    143: SIGTERM)."""
+    signum = exc.signum if isinstance(exc, Interrupted) else signal.SIGINT
+    typer.echo(f"interrupted: {command} stopped by {signal.Signals(signum).name}; no output written, its "
+               "processes and work files removed", err=True)
+    raise typer.Exit(128 + signum)
+
+
 @contextlib.contextmanager
 def _reported(command: str):
     """Run a command's body: a refusal exits 3, bad input 2 and a library's failure 1, each with one value-free
-    ``error:`` line (a library's message, which may quote a confidential value, is withheld: ``value_free``)."""
+    ``error:`` line (a library's message, which may quote a confidential value, is withheld: ``value_free``);
+    SIGINT and SIGTERM end it, once its blocks have cleaned up, with one ``interrupted:`` line (exit 130, 143)."""
     try:
-        with value_free(command):
+        with _interruptible(), value_free(command):
             yield
+    except KeyboardInterrupt as exc:
+        _interrupted(command, exc)
     except _refusals() as exc:
         _fail(exc, code=3)
     except USER_ERRORS as exc:

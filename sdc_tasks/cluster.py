@@ -11,9 +11,11 @@ from typing import Iterator
 
 import dask
 from distributed import Client, LocalCluster
+from distributed.client import AllExit
 from distributed.security import Security
 
 from sdc_tasks.errors import InputError, withholding_worker_errors
+from sdc_tasks.outputs import scratch_dir, terminal_interrupt_ignored
 
 LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
@@ -97,18 +99,35 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
         yield client
 
 
+class _InterruptedGathers(logging.Filter):
+    """Drop asyncio's "Task exception was never retrieved" for a gather the client ended (``AllExit``) because the
+    run was interrupted while it waited: nothing is lost, and the traceback would only alarm."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but that of an abandoned gather."""
+        return not (record.exc_info and isinstance(record.exc_info[1], AllExit))
+
+
+_GATHERS_FILTER = _InterruptedGathers()
+
+
 @contextlib.contextmanager
 def dask_client(address: str | None = None, workers: int = 2, threads_per_worker: int = 1,
                 memory_limit: str = "auto", tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
     """Yield a client whose workers log failed tasks without their data or messages; a LocalCluster started
-    here listens on 127.0.0.1 only and is closed on exit, an attached scheduler (over TLS with ``tls``) is left
-    running."""
+    here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
+    the terminal's SIGINT (an interrupted run stops it) and is closed on exit; an attached scheduler (over TLS
+    with ``tls``) is left running."""
     if address:
         with attached_client(address, tls) as client:
             yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
-    with LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit,
-                      processes=True, host=LOOPBACK, dashboard_address=None, silence_logs=logging.ERROR) as cluster:
-        with Client(cluster, set_as_default=True) as client:
+    logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
+    with scratch_dir("dask") as local_directory:
+        with terminal_interrupt_ignored():
+            cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
+                                   memory_limit=memory_limit, processes=True, host=LOOPBACK, dashboard_address=None,
+                                   silence_logs=logging.ERROR, local_directory=local_directory)
+        with cluster, Client(cluster, set_as_default=True) as client:
             yield withholding_worker_errors(client)

@@ -307,6 +307,30 @@ def noted_process(pid: int, command: str) -> contextlib.AbstractContextManager[N
     return _scratch_note(PROCESS, {"pid": pid, "command": command})
 
 
+@contextlib.contextmanager
+def terminal_interrupt_blocked() -> Iterator[None]:
+    """For the block, SIGINT blocked in this thread, so that a program it starts (whose blocked signals survive
+    exec) never receives the terminal's Ctrl-C itself: the run stops it when it is interrupted. A SIGINT arriving
+    meanwhile is delivered when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
+@contextlib.contextmanager
+def terminal_interrupt_ignored() -> Iterator[None]:
+    """For the block (the start of a run's worker processes, short), SIGINT ignored by this process, so that the
+    Python processes started meanwhile inherit the ignoring and never receive the terminal's Ctrl-C themselves:
+    the run stops them when it is interrupted. The handler before is restored after the block."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
 def _end_orphan(note: dict) -> None:
     """End (SIGTERM) the process a dead run noted, if it still runs the noted command (a pid reused by
     another program is left alone)."""
