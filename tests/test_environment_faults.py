@@ -20,8 +20,10 @@ from pathlib import Path
 import pytest
 import yaml
 from distributed import Client, LocalCluster
+from typer.testing import CliRunner
 
 import sdc_tasks.outputs
+from sdc_tasks.cli import app
 from sdc_tasks.errors import InputError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import tree_checksums
@@ -250,6 +252,22 @@ def sdc(*args, env: dict | None = None) -> subprocess.CompletedProcess:
                           timeout=240, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
+def test_cli_evaluate_out_on_a_full_disk_exits_2_in_one_line(tmp_path, no_cluster, monkeypatch):
+    real_write = Path.write_text
+
+    def full(self, *args, **kwargs):
+        if self.name.startswith(".metrics.json.tmp."):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(self))
+        return real_write(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "write_text", full)
+    census = bundled_path("census.csv")
+    result = CliRunner().invoke(app, ["evaluate", "--original", str(census), "--masked", str(census), "--families",
+                                      "il", "--out", str(tmp_path / "metrics.json")])
+    assert result.exit_code == 2 and result.output.startswith("error: [Errno 28] No space left on device: ")
+    assert len(result.output.strip().splitlines()) == 1 and os.listdir(tmp_path) == []
+
+
 def test_cli_prefect_api_that_does_not_answer_exits_2_in_one_line(tmp_path):
     result = sdc("release", spec_file(tmp_path), env={"PREFECT_API_URL": "http://127.0.0.1:1/api"})
     assert result.returncode == 2, result.stderr
@@ -276,3 +294,12 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path):
                       "published (run again on a file that stays as it is)"]
     assert "sdc_tasks.errors.InputError:" not in result.stderr  # Prefect logs the failed flow run untraced
     assert left_beside(tmp_path / "release") == []
+
+
+def test_cli_unreachable_dask_address_exits_2_in_one_line(tmp_path):
+    result = sdc("release", spec_file(tmp_path), "--dask-address", "tcp://127.0.0.1:1")
+    assert result.returncode == 2, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and errors[0].startswith("error: could not connect to the Dask scheduler at "
+                                                     "tcp://127.0.0.1:1 within 5 s")
+    assert "sdc_tasks.errors.InputError:" not in result.stderr and left_beside(tmp_path / "release") == []
