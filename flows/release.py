@@ -18,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.artifacts import publish_artifacts
 from sdc_tasks.cluster import TlsFiles
-from sdc_tasks.errors import SdcError, value_free
+from sdc_tasks.errors import SdcError, StageFailed, value_free
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.gate import GateCheck, gate_checks
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
@@ -31,11 +31,13 @@ FLOW_RUN_LOGGER = "prefect.flow_runs"
 
 class OwnErrorsWithoutTraceback(logging.Filter):
     """Drop the traceback Prefect logs with a failed flow run when the failure is one of our errors (``SdcError``:
-    bad input, a full disk, a lost scheduler), whose one-line message says what is at fault."""
+    bad input, a full disk, a lost scheduler, a refusal), whose one-line message says what is at fault; a
+    library's failure (``StageFailed``) keeps it."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         """Keep the record, without its traceback when it reports one of our errors."""
-        if record.exc_info and isinstance(record.exc_info[1], SdcError):
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, SdcError) and not isinstance(exc, StageFailed):
             record.exc_info = None
         return True
 
