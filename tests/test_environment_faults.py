@@ -213,6 +213,23 @@ def test_a_really_full_disk_ends_in_one_line_and_leaves_nothing(tmp_path, client
         subprocess.run(["umount", str(disk)], check=True)
 
 
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("mount"), reason="bind-mounts read-only (root only)")
+def test_a_really_read_only_output_parent_is_refused_naming_it(tmp_path, client, systmp):
+    shelf = tmp_path / "shelf"
+    shelf.mkdir()
+    if subprocess.run(["mount", "--bind", str(shelf), str(shelf)]).returncode:
+        pytest.skip("cannot bind-mount here")
+    try:
+        if subprocess.run(["mount", "-o", "remount,bind,ro", str(shelf)]).returncode:
+            pytest.skip("cannot remount read-only here")
+        with pytest.raises(InputError, match=f"cannot create the output's lock {shelf / '.release.lock'}: "
+                                             "Read-only file system"):
+            run_release(load_spec(spec_file(tmp_path)), client=client, out_dir=shelf / "release")
+        assert os.listdir(shelf) == []
+    finally:
+        subprocess.run(["umount", str(shelf)], check=True)
+
+
 # ---- the scheduler ----
 
 
