@@ -9,6 +9,7 @@ never reaches Prefect's states, logs or result storage.
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from prefect.cache_policies import NO_CACHE
 
 from flows.artifacts import publish_artifacts
 from sdc_tasks.cluster import TlsFiles
-from sdc_tasks.errors import value_free
+from sdc_tasks.errors import SdcError, StageFailed, value_free
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.gate import GateCheck, gate_checks
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
@@ -25,6 +26,23 @@ from sdc_tasks.pipeline.spec import ReleaseSpec, load_spec
 from sdc_tasks.pipeline.summary import ReleaseSummary, publish
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
+FLOW_RUN_LOGGER = "prefect.flow_runs"
+
+
+class OwnErrorsWithoutTraceback(logging.Filter):
+    """Drop the traceback Prefect logs with a failed flow run when the failure is one of our errors (``SdcError``:
+    bad input, a full disk, a lost scheduler, a refusal), whose one-line message says what is at fault; a
+    library's failure (``StageFailed``) keeps it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep the record, without its traceback when it reports one of our errors."""
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, SdcError) and not isinstance(exc, StageFailed):
+            record.exc_info = None
+        return True
+
+
+logging.getLogger(FLOW_RUN_LOGGER).addFilter(OwnErrorsWithoutTraceback())
 
 
 def io_error(task, task_run, state) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from typing import Iterator
 
+from sdc_tasks.errors import InputError
 from sdc_tasks.outputs import noted_process, terminal_interrupt_blocked
 
 SERVER_COMMAND = "prefect.server.api.server:create_app"
@@ -18,6 +19,7 @@ def temporary_server() -> Iterator[None]:
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
+        check_api(PREFECT_API_URL.value())
         yield
         return
     server = _detached_server()
@@ -44,6 +46,20 @@ def _detached_server():
                 return super()._run_uvicorn_command()
 
     return DetachedServer()
+
+
+def check_api(url: str | None) -> None:
+    """Raise InputError naming the configured Prefect API (PREFECT_API_URL) when it does not answer its health
+    check, before a run starts anything."""
+    from prefect.client.orchestration import get_client
+
+    if not url:
+        return
+    with get_client(sync_client=True) as client:
+        failure = client.api_healthcheck()
+    if failure is not None:
+        raise InputError(f"the Prefect API at {url} (PREFECT_API_URL) does not answer ({type(failure).__name__}): "
+                         "start that server, or unset PREFECT_API_URL to use a temporary one")
 
 
 def _delivered() -> None:

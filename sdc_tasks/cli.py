@@ -22,7 +22,7 @@ from sdc_tasks.outputs import atomic_output_file
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 
-USER_ERRORS = (InputError, SpecError, ValueError, FileNotFoundError)  # any library's replaced by then: value_free
+USER_ERRORS = (InputError, SpecError, ValueError, OSError)  # OSError: a full disk, a lost scheduler; others: value_free
 TLS_CA_FILE = typer.Option(None, help="CA certificate (PEM) that signed the certificates of a tls:// "
                            "--dask-address")
 TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask-address")

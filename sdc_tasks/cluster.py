@@ -21,6 +21,8 @@ LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
                 "key": "dask.tls.key (--tls-key)"}
 DASK_TLS_CONFIG = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+CONNECT_SECONDS = 5
+"""How long a client tries to reach a scheduler by address before the run fails naming it."""
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,9 +92,10 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
     reached (down, a wrong address, or a TLS handshake the scheduler or the client refuses)."""
     security = client_security(address, tls)
     try:
-        client = Client(address, security=security, set_as_default=True)
+        client = Client(address, security=security, set_as_default=True, timeout=CONNECT_SECONDS)
     except OSError as exc:  # TimeoutError and ssl.SSLError are OSErrors
-        raise InputError(f"could not connect to the Dask scheduler at {address} ({type(exc).__name__}): check the "
+        raise InputError(f"could not connect to the Dask scheduler at {address} within {CONNECT_SECONDS} s "
+                         f"({type(exc).__name__}): check the "
                          "address, that the scheduler runs and, for tls://, that its CA signed the client "
                          "certificate and key given") from exc
     with client:

@@ -287,6 +287,36 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
+HASHED_BYTES = 256 << 20
+"""Input files up to this size are identified by their content too (a SHA-256), larger ones by size and time."""
+
+
+def input_identity(path: str | Path, fmt: str) -> dict[str, tuple]:
+    """The identity of each file a read of input ``path`` opens (symbolic links resolved): {file: (size,
+    mtime_ns, SHA-256 of its bytes, or None above :data:`HASHED_BYTES`)}."""
+    files = _dataset_files(Path(path).resolve(), fmt)
+    return {str(f): _file_identity(f) for f in files}
+
+
+def _file_identity(path: Path) -> tuple:
+    """(size, mtime_ns, SHA-256 or None) of one file; (None, None, None) when it cannot be read."""
+    try:
+        info = path.stat()
+        return info.st_size, info.st_mtime_ns, file_sha256(path) if info.st_size <= HASHED_BYTES else None
+    except OSError:
+        return None, None, None
+
+
+def check_input_unchanged(path: str | Path, fmt: str, identity: dict[str, tuple]) -> None:
+    """Raise InputError naming the first file of input ``path`` whose identity differs from ``identity`` (taken
+    by :func:`input_identity` when the run validated it): changed, replaced, removed or added."""
+    now = input_identity(path, fmt)
+    changed = next((f for f in sorted({*identity, *now}) if identity.get(f) != now.get(f)), None)
+    if changed is not None:
+        raise InputError(f"input changed during the run: {changed}; nothing was published (run again on a "
+                         "file that stays as it is)")
+
+
 def tree_checksums(root: Path) -> dict[str, str]:
     """Return {relative path: sha256} for every file below ``root``, sorted by path."""
     return {

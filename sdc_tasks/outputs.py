@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from sdc_tasks.errors import InputError
+from sdc_tasks.io import json_text
 
 MARKER = ".sdc-output.json"
 MARKER_CONTENT = {"written_by": "sdc-pipeline"}
@@ -152,16 +153,20 @@ def _busy_message(final: Path, lock: Path, holder: dict) -> str:
 
 def _try_lock(lock: Path) -> bool:
     """Create ``lock`` atomically (O_CREAT|O_EXCL) naming this host, pid and start time; False if it exists,
-    InputError naming it when it cannot be created (a read-only directory)."""
+    InputError naming it when it cannot be created or written (a read-only directory, a full disk)."""
     try:
         fd = os.open(lock, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
     except FileExistsError:
         return False
     except OSError as exc:
         raise InputError(f"cannot create the output's lock {lock}: {exc.strerror}") from None
-    with os.fdopen(fd, "w") as f:
-        json.dump({"host": HOST, "pid": os.getpid(),
-                   "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, f)
+    try:
+        with os.fdopen(fd, "w") as f:
+            json.dump({"host": HOST, "pid": os.getpid(),
+                       "started": datetime.now(timezone.utc).isoformat(timespec="seconds")}, f)
+    except OSError as exc:  # a full disk: an empty lock would block every later run
+        lock.unlink(missing_ok=True)
+        raise InputError(f"cannot write the output's lock {lock}: {exc.strerror}") from None
     return True
 
 
@@ -364,6 +369,23 @@ def atomic_output_file(final: PathLike, overwrite: bool = False, *,
     """A context yielding a private temporary sibling file path that replaces ``final`` only if the block
     succeeds; an existing file is replaced only with ``overwrite``, a directory never."""
     return _atomic_output(final, overwrite, inputs, is_dir=False)
+
+
+def kept_metrics(name: str, metrics: dict) -> tuple[Path | None, str]:
+    """Keep the metrics of a release whose output could not be written (aggregate measures, no record) in
+    ``sdc-metrics-UID`` (private) under the system's temporary directory, as ``NAME.TIME.json``; return (its
+    path, "") or (None, why it could not be written either). Runs never remove these files."""
+    folder = Path(tempfile.gettempdir()) / f"sdc-metrics-{os.getuid()}"
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S")
+    path = folder / f"{re.sub(r'[^A-Za-z0-9_-]', '_', name) or 'release'}.{stamp}.{os.getpid()}.json"
+    try:
+        folder.mkdir(mode=0o700, exist_ok=True)
+        path.write_text(json_text(metrics) + "\n")
+    except (OSError, ValueError) as exc:
+        with contextlib.suppress(OSError):
+            path.unlink(missing_ok=True)
+        return None, f"{folder}: {getattr(exc, 'strerror', None) or exc}"
+    return path, ""
 
 
 def scratch_root() -> Path:

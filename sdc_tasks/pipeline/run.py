@@ -16,9 +16,9 @@ from typing import Any, Callable, ContextManager, Iterator
 from distributed import Client
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.errors import ReleaseRefused
-from sdc_tasks.io import parquet_row_counts
-from sdc_tasks.outputs import atomic_output_dir
+from sdc_tasks.errors import InputError, ReleaseRefused
+from sdc_tasks.io import check_input_unchanged, input_identity, parquet_row_counts
+from sdc_tasks.outputs import atomic_output_dir, kept_metrics
 from sdc_tasks.pipeline.gate import failed_checks, gate_checks, refusal_message
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.pipeline.stages import (
@@ -94,12 +94,26 @@ def released(spec: ReleaseSpec, cluster: ContextManager[Client], stages: Stages,
              log: logging.Logger | logging.LoggerAdapter) -> ReleaseSummary:
     """Run the release into a private directory that becomes the spec's output directory (``outputs.
     atomic_output_dir``), on the Dask client ``cluster`` yields; return the summary, or raise ``ReleaseRefused``
-    once the refusal's report is in place."""
-    with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
-            cluster as client:
-        log.info("release %s: dask scheduler %s, %d workers", spec.name, client.scheduler.address,
-                 len(client.scheduler_info()["workers"]))
-        summary = release_into(spec, tmp, stages, log)
+    once the refusal's report is in place. InputError, nothing published: when the input changed during the run
+    (its identity, taken before validation, is checked again just before publication), when the Dask scheduler
+    was lost, or when writing failed (a full, read-only or vanished output), naming where the computed metrics
+    were kept (:func:`sdc_tasks.outputs.kept_metrics`)."""
+    progress: dict[str, Any] = {}
+    try:
+        with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
+                cluster as client:
+            with _watching(client, progress):
+                log.info("release %s: dask scheduler %s, %d workers", spec.name, progress["scheduler"],
+                         len(client.scheduler_info()["workers"]))
+                identity = input_identity(spec.input_path, spec.input_format)
+                summary = release_into(spec, tmp, stages, log, progress)
+            check_input_unchanged(spec.input_path, spec.input_format, identity)
+            progress["checked"] = True
+    except Exception as exc:
+        failure = _environment_failure(spec, exc, progress)
+        if failure is None:
+            raise
+        raise failure from None
     if not summary.published:
         raise ReleaseRefused(f"{refusal_message(summary.checks)} (report: {summary.paths.report_md})",
                              checks=failed_checks(summary.checks), result=summary)
@@ -107,11 +121,63 @@ def released(spec: ReleaseSpec, cluster: ContextManager[Client], stages: Stages,
     return summary
 
 
-def release_into(spec: ReleaseSpec, root: Path, stages: Stages,
-                 log: logging.Logger | logging.LoggerAdapter) -> ReleaseSummary:
+def _environment_failure(spec: ReleaseSpec, exc: Exception, progress: dict) -> InputError | None:
+    """The InputError that reports ``exc`` as a failure of the run's environment: the Dask scheduler lost, an
+    OSError (writing, a vanished output) or a publication refused after the input was checked; None for any
+    other failure (bad input, a library's error), reported as it is."""
+    if _scheduler_lost(progress):
+        return InputError(_not_written(spec, type(exc).__name__, progress))
+    if isinstance(exc, OSError):
+        return InputError(_not_written(spec, _os_reason(exc), progress))
+    if isinstance(exc, InputError) and progress.get("checked"):
+        return InputError(_not_written(spec, str(exc), progress))
+    return None
+
+
+def _os_reason(exc: OSError) -> str:
+    """What an OSError says: its reason and the file it names."""
+    if exc.strerror:
+        return f"{exc.strerror} ({exc.filename})" if exc.filename else exc.strerror
+    return str(exc) or type(exc).__name__
+
+
+@contextlib.contextmanager
+def _watching(client: Client, progress: dict) -> Iterator[None]:
+    """Note the client's scheduler in ``progress`` and, when the block fails, whether the client had lost it
+    (before the cluster's block closes the client)."""
+    progress["scheduler"] = client.scheduler.address
+    try:
+        yield
+    except Exception:
+        progress["lost"] = client.status != "running"
+        raise
+
+
+def _scheduler_lost(progress: dict) -> bool:
+    """Whether the run failed after its Dask client had lost the connection to its scheduler."""
+    return progress.get("lost", False)
+
+
+def _not_written(spec: ReleaseSpec, reason: str, progress: dict) -> str:
+    """The one-line error of a release that could not be written (or lost its scheduler): what failed, that
+    nothing was published and, when the metrics had been computed, where they were kept."""
+    if _scheduler_lost(progress):
+        head = f"lost the Dask scheduler {progress['scheduler']} during the run ({reason})"
+    else:
+        head = f"cannot write the release to {spec.output_dir}: {reason}"
+    if "metrics" not in progress:
+        return f"{head}; nothing was published"
+    kept, why = kept_metrics(spec.name, progress["metrics"])
+    saved = f"its metrics were kept in {kept}" if kept else f"its metrics could not be kept either ({why})"
+    return f"{head}; nothing was published, {saved}"
+
+
+def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Logger | logging.LoggerAdapter,
+                 progress: dict) -> ReleaseSummary:
     """Run every stage of the release in ``root`` and publish its files there; return its summary, published or
     refused (a refused release's masked/ is removed). The work directory, with the input's checkpoint, is
-    removed before the files are published."""
+    removed before the files are published. The metrics, once computed, go into ``progress`` (kept when writing
+    fails)."""
     paths, times, started = ReleasePaths(root), StageTimes(), now()
     with times.timed("validate"):
         facts = stages.validate(spec, paths.checkpoint)
@@ -120,6 +186,7 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages,
     steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
     with times.timed("evaluate"):
         metrics = stages.evaluate(spec, paths)
+    progress["metrics"] = metrics
     log.info("evaluated in %.1f s", times.seconds["evaluate"])
     checks = stages.gate(spec, metrics)
     records_out = sum(parquet_row_counts(paths.masked))
