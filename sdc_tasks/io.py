@@ -199,16 +199,43 @@ def _difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str:
     return f"column {next(x for x, y in zip(a, b) if x != y)[0]!r} stands at another place"
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping naming one key twice (SafeLoader keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        """The mapping of ``node``; a ConstructorError naming the repeated key and both of its lines (no mark:
+        the lines are in its problem)."""
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, (str, int, float, bool)):
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (lines {seen[key]} and {line}): give each key once")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def yaml_document(path: str | Path, what: str, error: type[Exception]) -> Any:
     """The YAML document in the file at ``path``; ``error`` (naming ``what``: "spec", "grid") when the file is
-    missing or is not valid YAML."""
+    missing, is not valid YAML or maps one key twice in a mapping (:class:`UniqueKeyLoader`)."""
     p = Path(path)
     if not p.is_file():
         raise error(f"{what} file not found: {p}")
     try:
-        return yaml.safe_load(p.read_text())
+        return yaml.load(p.read_text(), Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        raise error(f"{what} file {p} is not valid YAML: {exc}") from None
+        raise error(f"{what} file {p} is not valid YAML: {_yaml_reason(exc)}") from None
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    """What a YAML error says, on one line: its problem and the line it was met on."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if problem is None:
+        return " ".join(str(exc).split())
+    return problem if mark is None else f"{problem} (line {mark.line + 1})"
 
 
 def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:

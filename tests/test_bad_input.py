@@ -177,6 +177,10 @@ def test_empty_cell_late_in_an_integer_column(ws, small, no_cluster):
     (["--method", "mdav", "--param", "k"], "--param 'k' must look like name=value"),
     (["--method", "shuffle"], "unknown method 'shuffle'; known:"),
     (["--method", "jpeg", "--param", "q=101"], "parameter 'q' of jpeg"),
+    (["--method", "noise", "--param", "p=inf"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "noise", "--param", "p=nan"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "noise", "--param", "p=1e400"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "mdav", "--param", f"k={10**30}"], "parameter 'k' of mdav: a whole number beyond 64 bits"),
 ])
 def test_bad_method_parameters_name_the_parameter(ws, small, no_cluster, args, message):
     msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), *args)
@@ -316,6 +320,17 @@ def test_empty_masked_file(ws, pair, no_cluster):
     assert "masked file" in msg and "has no records" in msg
 
 
+@pytest.mark.parametrize("row, weight", [(0, 0.0), (27, -3.5)])
+def test_weight_at_or_below_zero_names_the_column_and_row(ws, pair, no_cluster, row, weight):
+    original, df = pair
+    df = df.assign(w=10.0)
+    df.loc[row, "w"] = weight
+    masked = write_csv(ws.root / "masked.csv", df)
+    msg = evaluate_fails(ws, original, masked, "--weight", "w")
+    assert f"weight column 'w' of masked file {masked} must hold sampling weights above zero but row {row}" in msg
+    assert str(weight) not in msg
+
+
 @pytest.mark.parametrize("args, message", [
     (["--families", "il,privacy"], "unknown metric family 'privacy'"),
     (["--pairing", "closest"], "pairing must be auto, id or nearest, not 'closest'"),
@@ -420,6 +435,10 @@ def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
     (lambda d, s: (d.__setitem__("region", ["a"] * 39 + ["b"]), s["variables"].update(strata="region"),
                    s.update(steps=[{"method": "rankswap", "params": {"p": 10}}])),
      "steps.0 (rankswap): records needed per stratum = 2 but stratum 'b' of 'region' has 1 record (fewer than 2)"),
+    (lambda d, s: (d.__setitem__("w", [5.0] * 30 + [-1.0] + [5.0] * 9), s["variables"].update(weight="w")),
+     "weight column 'w' of input"),
+    (lambda d, s: (d.__setitem__("w", [0.0] + [5.0] * 39), s["variables"].update(weight="w")),
+     "must hold sampling weights above zero but row 0 does not (1 rows in all)"),
 ])
 def test_release_input_errors(tmp_path, tmp_path_factory, small, sync_dask, change, message):
     spec = demo_spec(input={"path": str(tmp_path / "input.csv")}, create_id=False,
