@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+from dask.utils import parse_bytes
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.errors import InputError
@@ -77,11 +78,27 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
             ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
                               **_type_sample(p))
+        if p.is_dir() and ddf.npartitions > MANY_FILES:
+            ddf = _merged_small_files(ddf, _dataset_files(p, fmt), blocksize)
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
         raise InputError(f"cannot read {p} as {fmt}: {reader_reason(exc)}") from exc
     if len(ddf.columns) == 0:
         raise InputError(f"input {p} has no columns")
     return ddf
+
+
+MANY_FILES = 100  # a dataset directory of more files than this has its small files' partitions merged
+IN_MEMORY_BYTES = 64 * 2**20  # many small files adding up to at most this are read once and held in memory
+
+
+def _merged_small_files(ddf: dd.DataFrame, files: list[Path], blocksize: int | str) -> dd.DataFrame:
+    """``ddf``, read from the dataset ``files`` (more than MANY_FILES), with its partitions merged in file order
+    into about one per ``blocksize`` bytes of files, and when the files add up to at most IN_MEMORY_BYTES read
+    once here and held in memory: each pass over a partition per tiny file opens every file again (2,000 files
+    of 5 records: minutes to mask, seconds this way)."""
+    size = sum(f.stat().st_size for f in files)
+    merged = ddf.repartition(npartitions=max(1, min(ddf.npartitions, -(-size // parse_bytes(blocksize)))))
+    return merged.persist(scheduler="threads") if size <= IN_MEMORY_BYTES else merged
 
 
 def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None) -> dd.DataFrame:
