@@ -153,6 +153,19 @@ def _dataset_files(path: Path, fmt: str) -> list[Path]:
             and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts)]
 
 
+def corrupt_parquet_file(path: Path) -> tuple[Path, Exception] | None:
+    """The first file of the Parquet file or dataset at ``path`` whose pages pyarrow cannot decode (a footer that
+    reads but a corrupt page: only a read of the data finds it), with the error; None when all of them read. Each
+    file is streamed batch by batch: memory for one batch at a time."""
+    for f in _dataset_files(path, "parquet"):
+        try:
+            for _ in pq.ParquetFile(f).iter_batches():
+                pass
+        except Exception as exc:
+            return f, exc
+    return None
+
+
 def _csv_header(path: Path) -> list[tuple[str, str]]:
     """(name, "") for each column of the first non-blank line of a CSV file (as pandas finds its header; a quoted
     name may span lines); only that line is read."""

@@ -12,12 +12,14 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.errors import InputError
 from sdc_tasks.io import (
     add_row_ids,
     check_new_id,
+    corrupt_parquet_file,
     input_format,
     read_checkpoint,
     read_input,
@@ -262,6 +264,12 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
         return ddf, _checked_facts(ddf, numeric, *args, weight=weight)
     except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled
         raise InputError(f"cannot read {what} as csv: {reader_reason(exc)}") from None
+    except (OSError, pa.ArrowException):  # a Parquet file whose footer reads but a page does not
+        corrupt = corrupt_parquet_file(path) if path is not None and input_format(path, fmt) == "parquet" else None
+        if corrupt is None:
+            raise
+        raise InputError(f"cannot read {what}: its Parquet file {corrupt[0]} has a page that cannot be decoded "
+                         f"({reader_reason(corrupt[1])}); rewrite or remove that file") from None
     except ValueError as exc:
         if path is None or not str(exc).startswith(CSV_TYPE_CHANGE):
             raise

@@ -513,6 +513,20 @@ def test_parquet_files_of_one_dataset_with_different_columns(ws, small, no_clust
     assert "b.parquet and" in msg and "different columns: column 'AGI' is in one of them only" in msg
 
 
+def test_a_corrupt_page_in_one_parquet_file_of_a_dataset_names_that_file(ws, small, no_cluster):
+    """The footers read (so the file checks pass), a page header of b.parquet does not: the scan names it."""
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    for i, name in enumerate(("a", "b", "c")):
+        small.iloc[13 * i: 13 * i + 13].to_parquet(dataset / f"{name}.parquet", index=False)
+    corrupt = bytearray((dataset / "b.parquet").read_bytes())
+    corrupt[4:30] = b"\xff" * 26  # the first page header, after the PAR1 magic
+    (dataset / "b.parquet").write_bytes(bytes(corrupt))
+    msg = mask_fails(ws, dataset, "--method", "mdav", "--param", "k=3")
+    assert f"its Parquet file {dataset / 'b.parquet'} has a page that cannot be decoded" in msg
+    assert "a.parquet" not in msg and "Traceback" not in msg
+
+
 def test_parquet_files_of_one_dataset_with_different_types(ws, small, no_cluster):
     dataset = ws.root / "dataset"
     dataset.mkdir()
