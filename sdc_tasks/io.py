@@ -73,7 +73,7 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     check_files(p, fmt)
     try:
         if fmt == "parquet":
-            ddf = dd.read_parquet(str(p), index=False)  # a column pandas stored as the index stays a column
+            ddf = _decoded(dd.read_parquet(str(p), index=False), _dataset_files(p, fmt)[0])  # index stays a column
         else:
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
             ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
@@ -190,19 +190,36 @@ PASSED_THROUGH = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean
                   pa.types.is_large_string)  # Parquet types that come out of masking as they went in
 
 
+def _value_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type of the values a column holds: a dictionary-encoded column's value type, else its own type."""
+    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+
+
+def _decoded(ddf: dd.DataFrame, first: Path) -> dd.DataFrame:
+    """``ddf`` with its dictionary-encoded columns (``first``: a file of the dataset, whose footer tells them),
+    which a read gives as pandas categoricals, decoded to the type a plain column of their values reads as: the
+    same values, masked and published as the plain column would be."""
+    encoded = [f for f in pq.read_schema(first) if pa.types.is_dictionary(f.type)]
+    if not encoded:
+        return ddf
+    plain = pa.table({f.name: pa.array([], f.type.value_type) for f in encoded}).to_pandas()
+    return ddf.astype(dict(dd.from_pandas(plain, npartitions=1).dtypes))
+
+
 def _parquet_columns(path: Path) -> list[tuple[str, str]]:
-    """(name, type) of each column of a Parquet file, from its footer; InputError naming a column whose type
-    would not pass through masking unchanged (nested, dictionary-encoded, binary, time of day, null type)."""
+    """(name, type of its values) of each column of a Parquet file, from its footer (a dictionary-encoded column
+    has its value type: it is read decoded); InputError naming a column whose type would not pass through masking
+    unchanged (nested, binary, time of day, null type)."""
     try:
         schema = pq.read_schema(path)
     except Exception as exc:
         raise InputError(f"cannot read {path} as parquet: {reader_reason(exc)}") from None
     for field in schema:
-        if not any(kind(field.type) for kind in PASSED_THROUGH):
+        if not any(kind(_value_type(field.type)) for kind in PASSED_THROUGH):
             raise InputError(f"column {field.name!r} of {path} has Parquet type {field.type}, which sdc cannot "
-                             "pass through unchanged (nested, dictionary-encoded, binary, time-of-day and null-typed "
-                             "columns are refused): write it as numbers, text, dates or timestamps")
-    return [(field.name, str(field.type)) for field in schema]
+                             "pass through unchanged (nested, binary, time-of-day and null-typed columns are "
+                             "refused): write it as numbers, text, dates or timestamps")
+    return [(field.name, str(_value_type(field.type))) for field in schema]
 
 
 def _check_names(names: list[str], path: Path) -> None:

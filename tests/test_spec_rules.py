@@ -10,6 +10,8 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import yaml
 from typer.testing import CliRunner
@@ -188,3 +190,23 @@ def test_many_small_files_mask_in_bounded_time_as_one_file(tmp_path):
     api.mask(tmp_path / "one.csv", "mdav", k=3, out=tmp_path / "one.parquet")
     assert seconds < 60
     pd.testing.assert_frame_equal(pd.read_parquet(tmp_path / "many.parquet"), pd.read_parquet(tmp_path / "one.parquet"))
+
+
+@pytest.mark.parametrize("method, params", [("global_recoding", {"p": 2}), ("pram", {"theta": 0.5})])
+def test_a_dictionary_encoded_column_masks_like_the_plain_one(tmp_path, census, sync_dask, method, params):
+    """A Parquet column of dictionary-encoded text (pyarrow's dictionary type, as Spark or pandas categoricals
+    write it) is read decoded: masked as a categorical variable and passed through as text, with the values the
+    same column written plainly gives."""
+    df = census.iloc[:60].reset_index(drop=True)[["record_id", "AGI"]]
+    df["grade"] = [f"g{i % 5}" for i in range(60)]
+    df["town"] = [f"t{i % 3}" for i in range(60)]
+    plain = pa.Table.from_pandas(df, preserve_index=False)
+    encoded = plain.set_column(2, "grade", plain.column("grade").dictionary_encode()) \
+        .set_column(3, "town", plain.column("town").dictionary_encode())
+    assert pa.types.is_dictionary(encoded.schema.field("grade").type)
+    out = {}
+    for name, table in (("plain", plain), ("encoded", encoded)):
+        pq.write_table(table, tmp_path / f"{name}.parquet")
+        out[name] = api.mask(tmp_path / f"{name}.parquet", method, vars=["grade"], out=tmp_path / f"{name}-out",
+                             **params)
+    pd.testing.assert_frame_equal(pd.read_parquet(out["encoded"]), pd.read_parquet(out["plain"]))
