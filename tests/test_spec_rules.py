@@ -23,7 +23,8 @@ from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.masking.registry import METHODS, validate_params
-from sdc_tasks.pipeline.spec import load_spec
+from sdc_tasks.pipeline.spec import load_spec, parse_spec
+from sdc_tasks.pipeline.stages import validate_input
 
 DEMO = bundled_path("demo.yaml").read_text()
 
@@ -210,3 +211,20 @@ def test_a_dictionary_encoded_column_masks_like_the_plain_one(tmp_path, census, 
         out[name] = api.mask(tmp_path / f"{name}.parquet", method, vars=["grade"], out=tmp_path / f"{name}-out",
                              **params)
     pd.testing.assert_frame_equal(pd.read_parquet(out["encoded"]), pd.read_parquet(out["plain"]))
+
+
+def test_a_release_input_with_a_corrupt_page_names_the_file(tmp_path, census, sync_dask):
+    """The release reads its input once, into its checkpoint: a page that cannot be decoded names its file."""
+    dataset = tmp_path / "input"
+    dataset.mkdir()
+    df = census.iloc[:60].reset_index(drop=True)
+    for i in range(3):
+        df.iloc[20 * i: 20 * i + 20].to_parquet(dataset / f"part-{i}.parquet", index=False)
+    corrupt = bytearray((dataset / "part-2.parquet").read_bytes())
+    corrupt[4:30] = b"\xff" * 26
+    (dataset / "part-2.parquet").write_bytes(bytes(corrupt))
+    spec = yaml.safe_load(DEMO)
+    spec.update(input={"path": str(dataset)}, create_id=False, output={"dir": str(tmp_path / "release")})
+    with pytest.raises(InputError) as err:
+        validate_input(parse_spec(spec, tmp_path), tmp_path / "checkpoint")
+    assert f"its Parquet file {dataset / 'part-2.parquet'} has a page that cannot be decoded" in str(err.value)
