@@ -95,10 +95,16 @@ def _merged_small_files(ddf: dd.DataFrame, files: list[Path], blocksize: int | s
     """``ddf``, read from the dataset ``files`` (more than MANY_FILES), with its partitions merged in file order
     into about one per ``blocksize`` bytes of files, and when the files add up to at most IN_MEMORY_BYTES read
     once here and held in memory: each pass over a partition per tiny file opens every file again (2,000 files
-    of 5 records: minutes to mask, seconds this way)."""
+    of 5 records: minutes to mask, seconds this way). Files that do not read are left to the input checks,
+    whose messages name the column, row or file at fault."""
     size = sum(f.stat().st_size for f in files)
     merged = ddf.repartition(npartitions=max(1, min(ddf.npartitions, -(-size // parse_bytes(blocksize)))))
-    return merged.persist(scheduler="threads") if size <= IN_MEMORY_BYTES else merged
+    if size > IN_MEMORY_BYTES:
+        return merged
+    try:
+        return merged.persist(scheduler="threads")
+    except Exception:  # a row or file the readers fail on: the input checks' scan meets it and names it
+        return merged
 
 
 def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None) -> dd.DataFrame:

@@ -228,3 +228,17 @@ def test_a_release_input_with_a_corrupt_page_names_the_file(tmp_path, census, sy
     with pytest.raises(InputError) as err:
         validate_input(parse_spec(spec, tmp_path), tmp_path / "checkpoint")
     assert f"its Parquet file {dataset / 'part-2.parquet'} has a page that cannot be decoded" in str(err.value)
+
+
+def test_text_in_one_of_many_small_files_names_the_column_and_row(tmp_path):
+    """Reading many small files at once does not hide what the input checks say of a bad row."""
+    many = tmp_path / "many"
+    many.mkdir()
+    for i in range(150):
+        b = ["x", "y", "z"] if i == 120 else [1.5, 2.5, 3.5]
+        pd.DataFrame({"a": [1, 2, 3], "b": b}).to_csv(many / f"part-{i:04d}.csv", index=False)
+    with pytest.raises(InputError) as err:
+        api.mask(many, "mdav", k=3, out=tmp_path / "out.parquet")
+    assert str(err.value) == (f"column 'b' of input {many} must be numeric but row 360 holds text that is not a "
+                              "number (3 rows in all)")
+    assert not (tmp_path / "out.parquet").exists()
