@@ -17,6 +17,7 @@ import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
 import yaml
+from dask.utils import parse_bytes
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.errors import InputError
@@ -72,16 +73,38 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     check_files(p, fmt)
     try:
         if fmt == "parquet":
-            ddf = dd.read_parquet(str(p), index=False)  # a column pandas stored as the index stays a column
+            ddf = _decoded(dd.read_parquet(str(p), index=False), _dataset_files(p, fmt)[0])  # index stays a column
         else:
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
             ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
                               **_type_sample(p))
+        if p.is_dir() and ddf.npartitions > MANY_FILES:
+            ddf = _merged_small_files(ddf, _dataset_files(p, fmt), blocksize)
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
         raise InputError(f"cannot read {p} as {fmt}: {reader_reason(exc)}") from exc
     if len(ddf.columns) == 0:
         raise InputError(f"input {p} has no columns")
     return ddf
+
+
+MANY_FILES = 100  # a dataset directory of more files than this has its small files' partitions merged
+IN_MEMORY_BYTES = 64 * 2**20  # many small files adding up to at most this are read once and held in memory
+
+
+def _merged_small_files(ddf: dd.DataFrame, files: list[Path], blocksize: int | str) -> dd.DataFrame:
+    """``ddf``, read from the dataset ``files`` (more than MANY_FILES), with its partitions merged in file order
+    into about one per ``blocksize`` bytes of files, and when the files add up to at most IN_MEMORY_BYTES read
+    once here and held in memory: each pass over a partition per tiny file opens every file again (2,000 files
+    of 5 records: minutes to mask, seconds this way). Files that do not read are left to the input checks,
+    whose messages name the column, row or file at fault."""
+    size = sum(f.stat().st_size for f in files)
+    merged = ddf.repartition(npartitions=max(1, min(ddf.npartitions, -(-size // parse_bytes(blocksize)))))
+    if size > IN_MEMORY_BYTES:
+        return merged
+    try:
+        return merged.persist(scheduler="threads")
+    except Exception:  # a row or file the readers fail on: the input checks' scan meets it and names it
+        return merged
 
 
 def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None) -> dd.DataFrame:
@@ -136,6 +159,19 @@ def _dataset_files(path: Path, fmt: str) -> list[Path]:
             and not any(part.startswith((".", "_")) for part in f.relative_to(path).parts)]
 
 
+def corrupt_parquet_file(path: Path) -> tuple[Path, Exception] | None:
+    """The first file of the Parquet file or dataset at ``path`` whose pages pyarrow cannot decode (a footer that
+    reads but a corrupt page: only a read of the data finds it), with the error; None when all of them read. Each
+    file is streamed batch by batch: memory for one batch at a time."""
+    for f in _dataset_files(path, "parquet"):
+        try:
+            for _ in pq.ParquetFile(f).iter_batches():
+                pass
+        except Exception as exc:
+            return f, exc
+    return None
+
+
 def _csv_header(path: Path) -> list[tuple[str, str]]:
     """(name, "") for each column of the first non-blank line of a CSV file (as pandas finds its header; a quoted
     name may span lines); only that line is read."""
@@ -160,19 +196,36 @@ PASSED_THROUGH = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean
                   pa.types.is_large_string)  # Parquet types that come out of masking as they went in
 
 
+def _value_type(arrow_type: pa.DataType) -> pa.DataType:
+    """The type of the values a column holds: a dictionary-encoded column's value type, else its own type."""
+    return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
+
+
+def _decoded(ddf: dd.DataFrame, first: Path) -> dd.DataFrame:
+    """``ddf`` with its dictionary-encoded columns (``first``: a file of the dataset, whose footer tells them),
+    which a read gives as pandas categoricals, decoded to the type a plain column of their values reads as: the
+    same values, masked and published as the plain column would be."""
+    encoded = [f for f in pq.read_schema(first) if pa.types.is_dictionary(f.type)]
+    if not encoded:
+        return ddf
+    plain = pa.table({f.name: pa.array([], f.type.value_type) for f in encoded}).to_pandas()
+    return ddf.astype(dict(dd.from_pandas(plain, npartitions=1).dtypes))
+
+
 def _parquet_columns(path: Path) -> list[tuple[str, str]]:
-    """(name, type) of each column of a Parquet file, from its footer; InputError naming a column whose type
-    would not pass through masking unchanged (nested, dictionary-encoded, binary, time of day, null type)."""
+    """(name, type of its values) of each column of a Parquet file, from its footer (a dictionary-encoded column
+    has its value type: it is read decoded); InputError naming a column whose type would not pass through masking
+    unchanged (nested, binary, time of day, null type)."""
     try:
         schema = pq.read_schema(path)
     except Exception as exc:
         raise InputError(f"cannot read {path} as parquet: {reader_reason(exc)}") from None
     for field in schema:
-        if not any(kind(field.type) for kind in PASSED_THROUGH):
+        if not any(kind(_value_type(field.type)) for kind in PASSED_THROUGH):
             raise InputError(f"column {field.name!r} of {path} has Parquet type {field.type}, which sdc cannot "
-                             "pass through unchanged (nested, dictionary-encoded, binary, time-of-day and null-typed "
-                             "columns are refused): write it as numbers, text, dates or timestamps")
-    return [(field.name, str(field.type)) for field in schema]
+                             "pass through unchanged (nested, binary, time-of-day and null-typed columns are "
+                             "refused): write it as numbers, text, dates or timestamps")
+    return [(field.name, str(_value_type(field.type))) for field in schema]
 
 
 def _check_names(names: list[str], path: Path) -> None:
@@ -199,16 +252,43 @@ def _difference(a: list[tuple[str, str]], b: list[tuple[str, str]]) -> str:
     return f"column {next(x for x, y in zip(a, b) if x != y)[0]!r} stands at another place"
 
 
+class UniqueKeyLoader(yaml.SafeLoader):
+    """yaml.SafeLoader that refuses a mapping naming one key twice (SafeLoader keeps the last silently)."""
+
+    def construct_mapping(self, node, deep=False):
+        """The mapping of ``node``; a ConstructorError naming the repeated key and both of its lines (no mark:
+        the lines are in its problem)."""
+        seen: dict[Any, int] = {}
+        for key_node, _ in node.value:
+            key = self.construct_object(key_node, deep=True)
+            line = key_node.start_mark.line + 1
+            if not isinstance(key, (str, int, float, bool)):
+                continue
+            if key in seen:
+                raise yaml.constructor.ConstructorError(
+                    None, None, f"key {key!r} appears twice (lines {seen[key]} and {line}): give each key once")
+            seen[key] = line
+        return super().construct_mapping(node, deep)
+
+
 def yaml_document(path: str | Path, what: str, error: type[Exception]) -> Any:
     """The YAML document in the file at ``path``; ``error`` (naming ``what``: "spec", "grid") when the file is
-    missing or is not valid YAML."""
+    missing, is not valid YAML or maps one key twice in a mapping (:class:`UniqueKeyLoader`)."""
     p = Path(path)
     if not p.is_file():
         raise error(f"{what} file not found: {p}")
     try:
-        return yaml.safe_load(p.read_text())
+        return yaml.load(p.read_text(), Loader=UniqueKeyLoader)
     except yaml.YAMLError as exc:
-        raise error(f"{what} file {p} is not valid YAML: {exc}") from None
+        raise error(f"{what} file {p} is not valid YAML: {_yaml_reason(exc)}") from None
+
+
+def _yaml_reason(exc: yaml.YAMLError) -> str:
+    """What a YAML error says, on one line: its problem and the line it was met on."""
+    problem, mark = getattr(exc, "problem", None), getattr(exc, "problem_mark", None)
+    if problem is None:
+        return " ".join(str(exc).split())
+    return problem if mark is None else f"{problem} (line {mark.line + 1})"
 
 
 def _with_ids(part: pd.DataFrame, offset: int, id_col: str) -> pd.DataFrame:

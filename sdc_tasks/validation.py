@@ -12,12 +12,14 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.errors import InputError
 from sdc_tasks.io import (
     add_row_ids,
     check_new_id,
+    corrupt_parquet_file,
     input_format,
     read_checkpoint,
     read_input,
@@ -29,7 +31,8 @@ from sdc_tasks.io import (
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
-FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max"]
+FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max", "not_positive",
+                "first_not_positive"]
 
 
 def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
@@ -56,17 +59,20 @@ def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], i
                     strata: str | None) -> tuple[int, pd.DataFrame, pd.Series, int, tuple[int, int]]:
     """One partition's (rows, per-column facts, records per stratum, first row without a stratum, (rows without
     an id, the first of them)) where the facts are: text cells that are not numbers, missing or infinite values
-    (numeric variables only), the first row and id of each, and the finite minimum and maximum."""
+    (numeric variables only), the first row and id of each, the finite minimum and maximum, and the values at or
+    below zero and the first of them."""
     facts = []
     for c in columns:
         x, text = _as_numbers(part[c])
         bad = ~np.isfinite(x) & ~text if c in numeric else np.zeros(len(x), dtype=bool)
         ok = np.isfinite(x)
         first_bad = _first(bad)
+        not_positive = ok & (x <= 0)
         facts.append({"column": c, "text": int(text.sum()), "first_text": _first(text), "bad": int(bad.sum()),
                       "first_bad": first_bad, "first_bad_id": str(part[id_col].iloc[first_bad]) if first_bad >= 0 else "",
                       "min": float(x[ok].min()) if ok.any() else np.inf,
-                      "max": float(x[ok].max()) if ok.any() else -np.inf})
+                      "max": float(x[ok].max()) if ok.any() else -np.inf,
+                      "not_positive": int(not_positive.sum()), "first_not_positive": _first(not_positive)})
     sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
     no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
     no_id = part[id_col].isna().to_numpy()
@@ -100,10 +106,11 @@ def _repeated_id_message(ddf: dd.DataFrame, id_col: str, dups: pd.DataFrame, wha
 
 def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id_col: str, what: str,
                    strata: str | None, group_sizes: list[tuple[str, int]], unique_ids: bool,
-                   typed: bool = True) -> dict:
+                   typed: bool = True, weight: str | None = None) -> dict:
     """Scan ``ddf`` once (values and, when ``unique_ids``, repeated ids in the same computation), raise
     InputError for the first problem found and return the file's facts (``typed``: the columns have their
-    inferred types, not the text type of a re-read)."""
+    inferred types, not the text type of a re-read; ``weight``: a numeric column of sampling weights, which must
+    all be above zero)."""
     scans = [dask.delayed(_scan_partition)(p, columns, set(numeric), id_col, strata) for p in ddf.to_delayed()]
     dups = ddf[[id_col]].shuffle(id_col).map_partitions(
         _duplicate_ids, id_col, meta=_duplicate_ids(ddf._meta[[id_col]], id_col)).to_delayed() if unique_ids else []
@@ -132,6 +139,8 @@ def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id
             raise InputError(f"variable {c!r} of {what} is missing or infinite in row "
                              f"{int(first['offset'] + first['first_bad'])} ({id_col} = {first['first_bad_id']}; "
                              f"{int(rows['bad'].sum())} rows in all)")
+    if weight:
+        _check_weights(facts[facts["column"] == weight], weight, what)
     if strata:
         missing = [int(offsets[i]) + s[3] for i, s in enumerate(scanned) if s[3] >= 0]
         if missing:
@@ -154,6 +163,17 @@ def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id
     per_column = facts.groupby("column", sort=False).agg(lo=("min", "min"), hi=("max", "max"))
     return {"n_records": n, "partitions": int(ddf.npartitions),
             "constant_variables": [c for c in numeric if per_column.loc[c, "lo"] == per_column.loc[c, "hi"]]}
+
+
+def _check_weights(rows: pd.DataFrame, weight: str, what: str) -> None:
+    """Raise InputError naming the weight column and the first row whose weight is zero or negative (``rows``:
+    the column's facts, one per partition): a sampling weight counts the population records a record stands
+    for, and the risk measures divide by the summed weights."""
+    hits = rows[rows["not_positive"] > 0]
+    if len(hits):
+        row = int((hits["offset"] + hits["first_not_positive"]).iloc[0])
+        raise InputError(f"weight column {weight!r} of {what} must hold sampling weights above zero but row {row} "
+                         f"does not ({int(hits['not_positive'].sum())} rows in all)")
 
 
 def fewest_records(params: dict, k_name: str, step_name: str) -> tuple[str, int]:
@@ -216,14 +236,15 @@ def numeric_columns(data: str | Path | dd.DataFrame, exclude: list[str], what: s
 def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str], what: str, fmt: str = "auto",
                  create_id: bool | None = None, required: list[str] = (), strata: str | None = None,
                  group_sizes: list[tuple[str, int]] = (), source: dd.DataFrame | None = None,
-                 checkpoint: Path | None = None) -> tuple[dd.DataFrame, dict]:
+                 checkpoint: Path | None = None, weight: str | None = None) -> tuple[dd.DataFrame, dict]:
     """Return the file at ``data``, or the records of the Dask DataFrame ``data``, (ids created from row
     positions when ``create_id``, or when None and it has no ``id_col``) and its facts (n_records, partitions,
     constant_variables), after checking that it has the columns, records, numeric values, unique ids and strata
     of at least k records (``group_sizes``: (parameter, k) pairs) that masking and evaluation need; raise
     InputError naming the column, the row or the parameter at fault. ``source``: the file as ``read_input``
     returned it, when the caller has read it already. ``checkpoint`` (a file only): a directory the file is written to as Parquet in one pass over it; the checks and
-    the frame returned then read the checkpoint (``io.read_checkpoint``), never the file again."""
+    the frame returned then read the checkpoint (``io.read_checkpoint``), never the file again. ``weight``: a
+    column of ``numeric`` holding sampling weights, refused naming its first row at or below zero."""
     path, source = (None, data) if isinstance(data, dd.DataFrame) else (Path(data), source)
     numeric = list(dict.fromkeys(numeric))
     source = read_input(path, fmt) if source is None else source
@@ -240,14 +261,20 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
         else:
             write_parquet(source, checkpoint)
             ddf = read_checkpoint(checkpoint, id_col, keep_partitions=input_format(path, fmt) == "csv")
-        return ddf, _checked_facts(ddf, numeric, *args)
+        return ddf, _checked_facts(ddf, numeric, *args, weight=weight)
     except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled
         raise InputError(f"cannot read {what} as csv: {reader_reason(exc)}") from None
+    except (OSError, pa.ArrowException):  # a Parquet file whose footer reads but a page does not
+        corrupt = corrupt_parquet_file(path) if path is not None and input_format(path, fmt) == "parquet" else None
+        if corrupt is None:
+            raise
+        raise InputError(f"cannot read {what}: its Parquet file {corrupt[0]} has a page that cannot be decoded "
+                         f"({reader_reason(corrupt[1])}); rewrite or remove that file") from None
     except ValueError as exc:
         if path is None or not str(exc).startswith(CSV_TYPE_CHANGE):
             raise
     numbers = [c for c, t in source.dtypes.items() if pd.api.types.is_numeric_dtype(t)]
     text = read_with_ids(path, fmt, id_col, create_id, {c: "object" for c in numbers})
-    _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False)
+    _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False, weight=weight)
     raise InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "
                      "write it with one type throughout")

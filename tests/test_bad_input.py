@@ -177,6 +177,10 @@ def test_empty_cell_late_in_an_integer_column(ws, small, no_cluster):
     (["--method", "mdav", "--param", "k"], "--param 'k' must look like name=value"),
     (["--method", "shuffle"], "unknown method 'shuffle'; known:"),
     (["--method", "jpeg", "--param", "q=101"], "parameter 'q' of jpeg"),
+    (["--method", "noise", "--param", "p=inf"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "noise", "--param", "p=nan"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "noise", "--param", "p=1e400"], "parameter 'p' of noise: Input should be a finite number"),
+    (["--method", "mdav", "--param", f"k={10**30}"], "parameter 'k' of mdav: a whole number beyond 64 bits"),
 ])
 def test_bad_method_parameters_name_the_parameter(ws, small, no_cluster, args, message):
     msg = mask_fails(ws, write_csv(ws.root / "in.csv", small), *args)
@@ -316,6 +320,17 @@ def test_empty_masked_file(ws, pair, no_cluster):
     assert "masked file" in msg and "has no records" in msg
 
 
+@pytest.mark.parametrize("row, weight", [(0, 0.0), (27, -3.5)])
+def test_weight_at_or_below_zero_names_the_column_and_row(ws, pair, no_cluster, row, weight):
+    original, df = pair
+    df = df.assign(w=10.0)
+    df.loc[row, "w"] = weight
+    masked = write_csv(ws.root / "masked.csv", df)
+    msg = evaluate_fails(ws, original, masked, "--weight", "w")
+    assert f"weight column 'w' of masked file {masked} must hold sampling weights above zero but row {row}" in msg
+    assert str(weight) not in msg
+
+
 @pytest.mark.parametrize("args, message", [
     (["--families", "il,privacy"], "unknown metric family 'privacy'"),
     (["--pairing", "closest"], "pairing must be auto, id or nearest, not 'closest'"),
@@ -420,6 +435,10 @@ def release_spec(tmp_path: Path, df: pd.DataFrame, **changes):
     (lambda d, s: (d.__setitem__("region", ["a"] * 39 + ["b"]), s["variables"].update(strata="region"),
                    s.update(steps=[{"method": "rankswap", "params": {"p": 10}}])),
      "steps.0 (rankswap): records needed per stratum = 2 but stratum 'b' of 'region' has 1 record (fewer than 2)"),
+    (lambda d, s: (d.__setitem__("w", [5.0] * 30 + [-1.0] + [5.0] * 9), s["variables"].update(weight="w")),
+     "weight column 'w' of input"),
+    (lambda d, s: (d.__setitem__("w", [0.0] + [5.0] * 39), s["variables"].update(weight="w")),
+     "must hold sampling weights above zero but row 0 does not (1 rows in all)"),
 ])
 def test_release_input_errors(tmp_path, tmp_path_factory, small, sync_dask, change, message):
     spec = demo_spec(input={"path": str(tmp_path / "input.csv")}, create_id=False,
@@ -492,6 +511,20 @@ def test_parquet_files_of_one_dataset_with_different_columns(ws, small, no_clust
     small.iloc[20:].drop(columns=["AGI"]).to_parquet(dataset / "b.parquet", index=False)
     msg = mask_fails(ws, dataset, "--method", "mdav", "--param", "k=3")
     assert "b.parquet and" in msg and "different columns: column 'AGI' is in one of them only" in msg
+
+
+def test_a_corrupt_page_in_one_parquet_file_of_a_dataset_names_that_file(ws, small, no_cluster):
+    """The footers read (so the file checks pass), a page header of b.parquet does not: the scan names it."""
+    dataset = ws.root / "dataset"
+    dataset.mkdir()
+    for i, name in enumerate(("a", "b", "c")):
+        small.iloc[13 * i: 13 * i + 13].to_parquet(dataset / f"{name}.parquet", index=False)
+    corrupt = bytearray((dataset / "b.parquet").read_bytes())
+    corrupt[4:30] = b"\xff" * 26  # the first page header, after the PAR1 magic
+    (dataset / "b.parquet").write_bytes(bytes(corrupt))
+    msg = mask_fails(ws, dataset, "--method", "mdav", "--param", "k=3")
+    assert f"its Parquet file {dataset / 'b.parquet'} has a page that cannot be decoded" in msg
+    assert "a.parquet" not in msg and "Traceback" not in msg
 
 
 def test_parquet_files_of_one_dataset_with_different_types(ws, small, no_cluster):
@@ -607,7 +640,7 @@ def _type_table():
         "duration": (pa.array(range(n), pa.duration("s")), True),
         "string": (pa.array(["s", None, "t", "é", "", "w"]), True),
         "large_string": (pa.array(["s", "t", None, "u", "v", "w"], pa.large_string()), True),
-        "dictionary": (pa.array(["x", "y", "x", "z", "y", "x"]).dictionary_encode(), False),
+        "dictionary": (pa.array(["x", "y", "x", "z", "y", "x"]).dictionary_encode(), True),  # read decoded
         "binary": (pa.array([b"ab"] * n, pa.binary()), False),
         "time": (pa.array([datetime.time(1, i) for i in range(n)]), False),
         "null": (pa.nulls(n), False),
@@ -633,7 +666,7 @@ def test_parquet_column_types_pass_through_unchanged_or_are_refused(ws, no_clust
     code, output = invoke("mask", "--input", source, "--out", ws.root / "out", *args)
     assert code == 0, output
     out = pq.read_table(ws.root / "out").column(name)
-    text = pa.types.is_string(column.type)  # text comes back as large_string: the same values
+    text = pa.types.is_string(column.type) or pa.types.is_dictionary(column.type)  # back as large_string
     assert out.type == (pa.large_string() if text else column.type)
     assert out.to_pylist() == column.to_pylist()
 

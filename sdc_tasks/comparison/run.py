@@ -53,7 +53,7 @@ RISK_SETUPS = {"metrics": ("DLD", "PLD"), "published": ("DLDpub", "PLDpub")}
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class Sweep(_Strict):

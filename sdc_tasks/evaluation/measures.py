@@ -166,7 +166,7 @@ def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.
     numeric = [*variables, *(k for k in key_vars if k not in categorical)]
     a, _ = load_checked(original, id_col, numeric, input_name("original", original), required=categorical)
     b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], input_name("masked", masked),
-                        required=categorical)
+                        required=categorical, weight=weight)
     check_pairing_ids(a, b, id_col)
     ref = load_checked(reference, id_col, [], input_name("reference", reference), required=categorical)[0] \
         if reference is not None else None

@@ -8,9 +8,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Params(BaseModel):
-    """Parameters of a masking method: unknown names refused."""
+    """Parameters of a masking method: unknown names, infinite and NaN numbers refused."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 DEFAULT_BLOCK_SIZE = 12_000

@@ -255,8 +255,12 @@ def is_categorical(method: str) -> bool:
     return METHODS[method].kind == "categorical"
 
 
+LARGEST_INT = 2**63 - 1  # a whole-number parameter beyond int64 would overflow the kernels' arrays
+
+
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
-    """Return the method's parameters with defaults filled in; raise ValueError naming the bad parameter."""
+    """Return the method's parameters with defaults filled in; raise ValueError naming the bad parameter (unknown,
+    of the wrong type, out of bounds, infinite or NaN, or a whole number beyond 64 bits)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
     try:
@@ -267,6 +271,9 @@ def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
         )
         raise ValueError(bad) from None
     values = model.model_dump()
+    for name, value in values.items():
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INT:
+            raise ValueError(f"parameter '{name}' of {method}: a whole number beyond 64 bits (at most {LARGEST_INT})")
     if _blocks_of_groups(values) and values["block_size"] < 2 * values["k"]:
         raise ValueError(f"parameter 'block_size' of {method} must be at least 2k = {2 * values['k']}")
     return values

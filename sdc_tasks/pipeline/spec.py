@@ -34,7 +34,7 @@ def _either(names: Iterable[str]) -> str:
 
 
 class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 class InputSpec(_Strict):

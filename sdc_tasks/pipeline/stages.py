@@ -71,7 +71,7 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
     _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
-                            roles.strata, group_sizes, source=source, checkpoint=checkpoint)
+                            roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
     return facts
 
 
