@@ -367,24 +367,22 @@ def file_sha256(path: Path) -> str:
     return h.hexdigest()
 
 
-HASHED_BYTES = 256 << 20
-"""Input files up to this size are identified by their content too (a SHA-256), larger ones by size and time."""
-
-
 def input_identity(path: str | Path, fmt: str) -> dict[str, tuple]:
-    """The identity of each file a read of input ``path`` opens (symbolic links resolved): {file: (size,
-    mtime_ns, SHA-256 of its bytes, or None above :data:`HASHED_BYTES`)}."""
+    """The identity of each file a read of input ``path`` opens (symbolic links resolved), from its metadata
+    alone, without opening it: {file: (device, inode, size, mtime_ns, ctime_ns)}. Any write to a file, its
+    replacement, or a reset of its modification time changes one of them (the inode change time, ctime, is set
+    by the system on every change and cannot be set back), so the check costs no read of the data."""
     files = _dataset_files(Path(path).resolve(), fmt)
     return {str(f): _file_identity(f) for f in files}
 
 
 def _file_identity(path: Path) -> tuple:
-    """(size, mtime_ns, SHA-256 or None) of one file; (None, None, None) when it cannot be read."""
+    """(device, inode, size, mtime_ns, ctime_ns) of one file; Nones when it cannot be read."""
     try:
         info = path.stat()
-        return info.st_size, info.st_mtime_ns, file_sha256(path) if info.st_size <= HASHED_BYTES else None
     except OSError:
-        return None, None, None
+        return None, None, None, None, None
+    return info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns
 
 
 def check_input_unchanged(path: str | Path, fmt: str, identity: dict[str, tuple]) -> None:

@@ -116,6 +116,23 @@ def test_input_touched_during_the_run_is_a_change(tmp_path, client, systmp):
     assert left_beside(tmp_path / "release") == []
 
 
+def test_input_rewritten_with_its_old_size_and_time_is_a_change(tmp_path, client, systmp):
+    """Same length, one byte different, the modification time set back: the inode change time still tells."""
+    source = tmp_path / "data" / "census.csv"
+
+    def gate(spec, metrics):
+        info, data = source.stat(), bytearray(source.read_bytes())
+        data[-2] = ord("8") if data[-2] != ord("8") else ord("7")
+        source.write_bytes(bytes(data))
+        os.utime(source, ns=(info.st_atime_ns, info.st_mtime_ns))
+        assert source.stat().st_size == info.st_size and source.stat().st_mtime_ns == info.st_mtime_ns
+        return gate_checks(spec, metrics)
+
+    with pytest.raises(InputError, match="input changed during the run"):
+        run_with(tmp_path, client, gate=gate)
+    assert left_beside(tmp_path / "release") == []
+
+
 def test_output_linked_to_the_inputs_directory_never_touches_the_input(tmp_path, client, systmp):
     spec = load_spec(spec_file(tmp_path))
     link = tmp_path / "link"
