@@ -6,7 +6,7 @@ import contextlib
 from typing import Iterator
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.outputs import noted_process, terminal_interrupt_blocked
+from sdc_tasks.outputs import noted_process, terminal_signals_blocked
 
 SERVER_COMMAND = "prefect.server.api.server:create_app"
 
@@ -33,17 +33,24 @@ def temporary_server() -> Iterator[None]:
 
 
 def _detached_server():
-    """Prefect's temporary server (the instance Prefect's clients find), whose process is started with SIGINT
-    blocked: the terminal's Ctrl-C reaches this run, which stops the server after the run has reported to it."""
+    """Prefect's temporary server (the instance Prefect's clients find), whose process is started with SIGINT and
+    SIGTERM blocked: the terminal's Ctrl-C or a SIGTERM to the whole process group reaches this run, which stops
+    the server (SIGKILL) after the run has reported to it."""
     from prefect.server.api.server import SubprocessASGIServer
 
     class DetachedServer(SubprocessASGIServer):
-        """The server process of ``SubprocessASGIServer``, started without the terminal's SIGINT."""
+        """The server process of ``SubprocessASGIServer``, started without the terminal's SIGINT and SIGTERM."""
 
         def _run_uvicorn_command(self):
-            """Start the server process with SIGINT blocked (its blocked mask survives exec)."""
-            with terminal_interrupt_blocked():
+            """Start the server process with SIGINT and SIGTERM blocked (its blocked mask survives exec)."""
+            with terminal_signals_blocked():
                 return super()._run_uvicorn_command()
+
+        def stop(self) -> None:
+            """Kill the server process (it does not take SIGTERM), then let Prefect forget the instance."""
+            if self.server_process:
+                self.server_process.kill()
+            super().stop()
 
     return DetachedServer()
 

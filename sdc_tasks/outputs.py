@@ -313,11 +313,12 @@ def noted_process(pid: int, command: str) -> contextlib.AbstractContextManager[N
 
 
 @contextlib.contextmanager
-def terminal_interrupt_blocked() -> Iterator[None]:
-    """For the block, SIGINT blocked in this thread, so that a program it starts (whose blocked signals survive
-    exec) never receives the terminal's Ctrl-C itself: the run stops it when it is interrupted. A SIGINT arriving
-    meanwhile is delivered when the block ends."""
-    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+def terminal_signals_blocked() -> Iterator[None]:
+    """For the block, SIGINT and SIGTERM blocked in this thread, so that a program it starts (whose blocked signals
+    survive exec) never receives the terminal's Ctrl-C or a SIGTERM sent to the whole process group (a service
+    manager's stop) itself: the run stops it when it is interrupted. A signal arriving meanwhile is delivered
+    when the block ends."""
+    previous = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         yield
     finally:
@@ -337,14 +338,14 @@ def terminal_interrupt_ignored() -> Iterator[None]:
 
 
 def _end_orphan(note: dict) -> None:
-    """End (SIGTERM) the process a dead run noted, if it still runs the noted command (a pid reused by
-    another program is left alone)."""
+    """End (SIGKILL: a noted server does not take SIGTERM, see ``terminal_signals_blocked``) the process a dead
+    run noted, if it still runs the noted command (a pid reused by another program is left alone)."""
     pid, command = note.get("pid"), note.get("command")
     if not isinstance(pid, int) or pid <= 0 or not isinstance(command, str) or not command:
         return
     with contextlib.suppress(OSError):
         if command.encode() in Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" "):
-            os.kill(pid, signal.SIGTERM)
+            os.kill(pid, signal.SIGKILL)
 
 
 def _private(tmp: Path, is_dir: bool) -> None:

@@ -1,5 +1,6 @@
 """``sdc release`` interrupted in the middle of its masking stage, as by Ctrl-C (SIGINT to its whole process group,
-as a terminal sends it) or by ``kill`` (SIGTERM to the command alone): it ends within seconds with one
+as a terminal sends it), by ``kill`` (SIGTERM to the command alone) or by a service manager (SIGTERM to the whole
+group): it ends within seconds with one
 ``interrupted:`` line and exit status 130 / 143, after stopping every process it started (the temporary Prefect
 server, the Dask workers) and removing its hidden output directory, lock and scratch directories; no file is left
 in the temporary directory but Dask's empty lock files, and a following run publishes normally."""
@@ -123,6 +124,13 @@ def test_ctrl_c_stops_a_release_cleanly(slow_release):
     command, env, out = slow_release
     code, stderr, took, started = _interrupted_run(command, env, out, signal.SIGINT, to_group=True)
     _check_clean_end(code, stderr, took, started, out, 130)
+
+
+def test_sigterm_to_the_process_group_stops_a_release_cleanly(slow_release):
+    """As a service manager stops a unit: SIGTERM to every process of the group at once (the server among them)."""
+    command, env, out = slow_release
+    code, stderr, took, started = _interrupted_run(command, env, out, signal.SIGTERM, to_group=True)
+    _check_clean_end(code, stderr, took, started, out, 143)
 
 
 def test_sigterm_stops_a_release_cleanly_and_the_next_run_publishes(slow_release):
