@@ -414,7 +414,7 @@ def test_a_helper_process_of_a_killed_run_is_ended_by_the_next_run(private_tmp, 
         (root / tagged("process", owner, rand="reused")).write_text(json.dumps(  # a pid now running another program
             {"pid": helpers["other-program"].pid, "command": "noted-server"}))
         write_dir(tmp_path / "release", "the next run")
-        assert helpers["noted-server"].wait(10) == -signal.SIGTERM
+        assert helpers["noted-server"].wait(10) == -signal.SIGKILL
         assert helpers["other-program"].poll() is None
         assert list(root.iterdir()) == []
     finally:
