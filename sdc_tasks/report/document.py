@@ -14,12 +14,14 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Table:
     """A table of already formatted cells; ``links``: per row, the in-page anchor its first cell links to, and
-    ``ids``: per row, the anchor the row itself carries (HTML only; None or "" for none)."""
+    ``ids``: per row, the anchor the row itself carries (HTML only; None or "" for none); ``numbers_right``:
+    whether number cells are right-aligned (a column of numbers; not a list of fields and values)."""
 
     headers: tuple[str, ...]
     rows: list[tuple[str, ...]]
     links: list[str | None] | None = None
     ids: list[str | None] | None = None
+    numbers_right: bool = True
 
 
 @dataclass(frozen=True)
@@ -45,6 +47,17 @@ class Section:
     pictures: list[Picture] = field(default_factory=list)
     table: Table | None = None
     anchor: str | None = None
+
+
+COUNT_UNITS = ("records", "cells", "count", "flag")
+
+
+def unit_value_text(value, unit: str) -> str:
+    """A measure's value as a report shows it: a whole number of records, cells, terms or a flag without
+    decimals, anything else by :func:`format_value`."""
+    if unit in COUNT_UNITS and isinstance(value, numbers.Real) and float(value).is_integer():
+        return str(int(value))
+    return format_value(value)
 
 
 def format_value(value) -> str:
@@ -168,10 +181,11 @@ def _is_numeric_text(text: str) -> bool:
     return True
 
 
-def html_cell(text: str, link: str | None = None) -> str:
-    """One escaped table cell, numbers right-aligned, linking to the in-page anchor ``link`` when given."""
+def html_cell(text: str, link: str | None = None, numbers_right: bool = True) -> str:
+    """One escaped table cell, a number right-aligned (``numbers_right``), linking to the in-page anchor ``link``
+    when given."""
     inner = f'<a href="#{_esc(link)}">{_esc(text)}</a>' if link else _esc(text)
-    return f'<td class="num">{inner}</td>' if _is_numeric_text(str(text)) else f"<td>{inner}</td>"
+    return f'<td class="num">{inner}</td>' if numbers_right and _is_numeric_text(str(text)) else f"<td>{inner}</td>"
 
 
 def html_table(table: Table) -> str:
@@ -179,7 +193,8 @@ def html_table(table: Table) -> str:
     head = "".join(f"<th>{_esc(h)}</th>" for h in table.headers)
     links = table.links or [None] * len(table.rows)
     ids = [f' id="{_esc(i)}"' if i else "" for i in (table.ids or [None] * len(table.rows))]
-    body = "".join(f"<tr{row_id}>" + "".join(html_cell(c, link if i == 0 else None) for i, c in enumerate(row))
+    body = "".join(f"<tr{row_id}>" + "".join(html_cell(c, link if i == 0 else None, table.numbers_right)
+                                             for i, c in enumerate(row))
                    + "</tr>\n" for row, link, row_id in zip(table.rows, links, ids))
     return f"<table>\n<thead><tr>{head}</tr></thead>\n<tbody>\n{body}</tbody>\n</table>"
 

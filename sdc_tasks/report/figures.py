@@ -57,12 +57,12 @@ def distributions_figure(profiles: list[dict]) -> Figure:
 
 
 def correlation_difference_figure(correlation: dict) -> Figure:
-    """A heatmap of masked minus original correlation for each pair of variables (undefined cells blank),
-    each cell annotated to two decimals, on a symmetric diverging scale."""
+    """A heatmap of masked minus original correlation for each pair of variables below the diagonal (undefined
+    cells blank), each cell annotated to two decimals, on a symmetric diverging scale."""
     names = correlation["variables"]
     grids = [np.array([[np.nan if v is None else v for v in row] for row in correlation[k]], dtype=float)
              for k in ("original", "masked")]
-    diff = grids[1] - grids[0]
+    diff = np.where(np.tril(np.ones_like(grids[0], dtype=bool), k=-1), grids[1] - grids[0], np.nan)
     top = max(float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 0.0, 0.01)
     size = 1.6 + 0.42 * len(names)
     fig = new_figure(size + 1.2, size)
@@ -72,7 +72,7 @@ def correlation_difference_figure(correlation: dict) -> Figure:
     ax.set_yticks(range(len(names)), names, fontsize=7)
     for (i, j), value in np.ndenumerate(diff):
         if np.isfinite(value):
-            ax.text(j, i, f"{value:.2f}", ha="center", va="center", fontsize=5.5,
+            ax.text(j, i, f"{value:.2f}".replace("-0.00", "0.00"), ha="center", va="center", fontsize=5.5,
                     color="white" if abs(value) > 0.6 * top else "black")
     fig.colorbar(image, ax=ax, shrink=0.8).ax.tick_params(labelsize=7)
     ax.set_title("Correlation, masked minus original", fontsize=9)

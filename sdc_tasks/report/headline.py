@@ -13,7 +13,7 @@ import json
 from dataclasses import dataclass
 
 from sdc_tasks.metrics.catalogue import anchor_of, measure_of
-from sdc_tasks.report.document import format_value
+from sdc_tasks.report.document import format_value, unit_value_text
 
 HEADLINE_KEYS = ("IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil", "Dist_mean", "ACTBIL",
                  "kanon_min_group", "kanon_violations_2", "kanon_violations_3", "kanon_violations_5",
@@ -149,7 +149,7 @@ def headline_markdown(h: Headline) -> list[str]:
                   *("| " + " | ".join(row) + " |" for row in h.checks), ""]
     if h.numbers:
         lines += ["| Key number | Value | Unit, direction, limit |", "|---|---|---|",
-                  *(f"| {n.key} | {format_value(n.value)} | {_number_note(n)} |" for n in h.numbers), ""]
+                  *(f"| {n.key} | {unit_value_text(n.value, n.unit)} | {_number_note(n)} |" for n in h.numbers), ""]
     lines += [" · ".join(f"**{label}**: {text}" for label, text in h.facts), ""]
     return lines
 
@@ -174,8 +174,9 @@ def headline_html(h: Headline, link_prefix: str = "#def-") -> str:
         cards = []
         for n in h.numbers:
             name = f'<a href="{_esc(link_prefix + n.anchor)}">{_esc(n.key)}</a>' if link_prefix else _esc(n.key)
-            cards.append(f'<div class="card"><div class="key">{name}</div><div class="value">'
-                         f'{_esc(format_value(n.value))}</div><div class="note">{_esc(_number_note(n))}</div></div>')
+            value = _esc(unit_value_text(n.value, n.unit))
+            cards.append(f'<div class="card"><div class="key">{name}</div><div class="value">{value}</div>'
+                         f'<div class="note">{_esc(_number_note(n))}</div></div>')
         parts.append(f'<div class="cards">{"".join(cards)}</div>')
     facts = "".join(f"<tr><th>{_esc(label)}</th><td>{_esc(text)}</td></tr>" for label, text in h.facts)
     parts += [f'<table class="facts"><tbody>{facts}</tbody></table>', "</section>"]

@@ -18,12 +18,21 @@ from sdc_tasks.metrics.catalogue import (
     HIGHER,
     LOWER,
     MEASURES,
+    Measure,
     anchor_of,
     measure_of,
     range_text,
     row_anchor,
 )
-from sdc_tasks.report.document import Picture, Section, Table, format_value, html_page, markdown_document
+from sdc_tasks.report.document import (
+    Picture,
+    Section,
+    Table,
+    format_value,
+    html_page,
+    markdown_document,
+    unit_value_text,
+)
 from sdc_tasks.report.figures import (
     correlation_difference_figure,
     distributions_figure,
@@ -153,7 +162,8 @@ def risk_before_after_section(metrics: dict, profile: dict | None) -> list[Secti
     if not before:
         return []
     keys = [k for k in RISK_BEFORE_KEYS if k in before and k in metrics]
-    rows = [(k, format_value(before[k]), format_value(metrics[k]), measure_of(k).unit) for k in keys]
+    rows = [(k, *(unit_value_text(v[k], measure_of(k).unit) for v in (before, metrics)), measure_of(k).unit)
+            for k in keys]
     figure = risk_before_after_figure([(f"{k} ({measure_of(k).unit})", before[k], metrics[k]) for k in keys])
     return [Section("Categorical disclosure risk before and after masking", anchor="risk-before-after",
                     paragraphs=["The categorical key variables' risk in the original file (before) and in the "
@@ -170,15 +180,15 @@ def metric_sections(metrics: dict) -> list[Section]:
             f"{DOCS}. Lower is better for every loss, risk and score measure unless its description says "
             "otherwise.")
     intro = Section("All metrics", anchor="metrics", paragraphs=[note if rows else "No metrics were recorded."])
-    groups = [
-        Section(group, level=3, table=Table(
-            ("Measure", "Value", "Unit", "Description"),
-            [(r["measure"], format_value(r["value"]), r["unit"] or "unknown", r["description"]) for r in rows
-             if r["group"] == group],
-            links=[DEFINITION_PREFIX + r["anchor"] if r["anchor"] else None for r in rows if r["group"] == group]))
-        for group in GROUP_ORDER
-        if any(r["group"] == group for r in rows)
-    ]
+    groups = []
+    for group in GROUP_ORDER:
+        members = [r for r in rows if r["group"] == group]
+        if members:
+            groups.append(Section(group, level=3, table=Table(
+                ("Measure", "Value", "Unit", "Description"),
+                [(r["measure"], unit_value_text(r["value"], r["unit"]), r["unit"] or "unknown", r["description"])
+                 for r in members],
+                links=[DEFINITION_PREFIX + r["anchor"] if r["anchor"] else None for r in members])))
     return [intro, *groups]
 
 
@@ -201,7 +211,7 @@ def run_section(summary: dict) -> Section:
         ("Passed through unchanged", _names(variables.get("passed_through", []))),
         ("Strata", variables["strata"] or "none"),
     ]
-    return Section("Run details", anchor="run", table=Table(("Field", "Value"), rows))
+    return Section("Run details", anchor="run", table=Table(("Field", "Value"), rows, numbers_right=False))
 
 
 def steps_section(steps: list[dict]) -> Section:
@@ -221,17 +231,23 @@ def timings_section(stage_seconds: dict) -> Section:
     return Section("Stage timings", table=Table(("Stage", "Seconds"), rows))
 
 
+def definition_text(measure: Measure) -> str:
+    """A catalogue row's description ("i" for the number or key it is about), range and direction."""
+    better = {LOWER: "lower is better", HIGHER: "higher is better"}.get(measure.direction)
+    extra = [f"range {range_text(measure.range)}" if measure.range else "", better or ""]
+    return "; ".join([measure.description.format(i="i"), *(e for e in extra if e)])
+
+
 def definitions_section(metrics: dict) -> Section:
     """One row per catalogue entry of the measures shown: its definition in short, unit, direction, range,
     source and its entry in docs/metrics.md."""
     shown = {anchor_of(r["measure"]) for r in metrics_table_rows(metrics) if r["anchor"]}
     entries = [m for m in MEASURES if row_anchor(m) in shown]
-    rows = [(m.key, m.description, m.unit, {LOWER: "lower", HIGHER: "higher"}.get(m.direction, ""),
-             range_text(m.range), m.source, f"{DOCS}#{row_anchor(m)}") for m in entries]
+    rows = [(m.key, definition_text(m), m.unit, m.source, f"{DOCS}#{row_anchor(m)}") for m in entries]
     return Section("Definitions", anchor="definitions",
                    paragraphs=[f"The measures shown, as the metric catalogue describes them; the formulas are in "
                                f"{DOCS} of the sdc-pipeline documentation (entry named in the last column)."],
-                   table=Table(("Key", "Description", "Unit", "Better", "Range", "Source", "Entry"), rows,
+                   table=Table(("Key", "Definition", "Unit", "Source", "Entry"), rows,
                                ids=[DEFINITION_PREFIX + row_anchor(m) for m in entries]))
 
 
