@@ -66,8 +66,9 @@ class Metrics(Mapping[str, Any]):
 
     def summary(self) -> pd.Series:
         """The headline numbers computed, those a report's headline shows
-        (:data:`sdc_tasks.report.headline.HEADLINE_KEYS`): IL, PIL, DLD, PLD, ID and the scores; for categorical
-        families the k-anonymity violations, sample uniques, individual risk and PLD_cat."""
+        (:data:`sdc_tasks.report.headline.HEADLINE_KEYS`): IL, PIL, DLD, PLD, ID and the score (score_simple without
+        PLD); for categorical families the records violating 3-anonymity, sample uniques, the largest individual
+        risk and PLD_cat."""
         return pd.Series({n.key: n.value for n in key_numbers(self._values)}, name="value", dtype=float)
 
     def _records_line(self) -> str:

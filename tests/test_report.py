@@ -97,7 +97,7 @@ def test_headline_held_when_gate_passed_but_not_published():
 
 def test_headline_key_numbers_carry_unit_and_gate_limit():
     numbers = {n.key: n for n in report.headline(summary()).numbers}
-    assert list(numbers) == ["IL", "DLD", "ID", "score_simple"]
+    assert list(numbers) == ["IL", "DLD", "ID", "score_simple"]  # score_simple stands in for score (no PLD)
     assert (numbers["DLD"].unit, numbers["DLD"].limit, numbers["DLD"].anchor) == ("percent", 5.0, "dld")
     assert numbers["ID"].limit is None
 

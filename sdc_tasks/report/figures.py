@@ -123,7 +123,7 @@ def risk_before_after_figure(rows: list[tuple[str, float, float]]) -> Figure:
         ax.set_xticks([0, 1], ["before", "after"], fontsize=7)
         ax.tick_params(axis="y", labelsize=6)
         ax.set_title(label, fontsize=7)
-        ax.margins(y=0.2)
+        ax.set_ylim(0, 1.25 * max(before, after) or 1.0)
     fig.suptitle("Categorical disclosure risk before and after masking", fontsize=9)
     fig.tight_layout()
     return fig

@@ -15,12 +15,15 @@ from dataclasses import dataclass
 from sdc_tasks.metrics.catalogue import anchor_of, measure_of
 from sdc_tasks.report.document import format_value, unit_value_text
 
-HEADLINE_KEYS = ("IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil", "Dist_mean", "ACTBIL",
-                 "kanon_min_group", "kanon_violations_2", "kanon_violations_3", "kanon_violations_5",
-                 "sample_uniques", "indiv_risk_max", "indiv_risk_mean", "PLD_cat")
+HEADLINE_KEYS = ("IL", "PIL", "DLD", "PLD", "ID", "score", "kanon_violations_3", "sample_uniques", "indiv_risk_max",
+                 "PLD_cat")
 """The keys a headline shows, those computed, in this order: information loss, linkage and interval disclosure,
-the scores (sdc_methods_comparison_chapter.txt sec. 4), then the categorical measures (chapter sec. 5;
-docs/categorical.md)."""
+the score (sdc_methods_comparison_chapter.txt sec. 4), then for categorical keys the records violating
+3-anonymity, the sample uniques, the largest individual risk and categorical linkage (chapter sec. 5;
+docs/categorical.md). A gated measure not among them is shown after them."""
+
+STAND_INS = {"score": "score_simple"}
+"""A key shown in place of a headline key that was not computed (score_simple when PLD, so score, is missing)."""
 
 NEGATED_OPS = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!="}
 
@@ -92,12 +95,19 @@ def check_rows(gate: dict | None) -> list[tuple[str, str, str, str, str]]:
             for c in (gate or {"checks": []})["checks"]]
 
 
+def headline_keys(metrics: dict, gate: dict | None = None) -> list[str]:
+    """The keys a headline shows: HEADLINE_KEYS computed (or their STAND_INS), then the other gated measures."""
+    keys = [k if k in metrics else STAND_INS.get(k, k) for k in HEADLINE_KEYS]
+    gated = [c["measure"] for c in (gate or {"checks": []})["checks"]]
+    return [k for k in dict.fromkeys([*keys, *gated]) if k in metrics]
+
+
 def key_numbers(metrics: dict, gate: dict | None = None) -> list[KeyNumber]:
-    """The HEADLINE_KEYS present in ``metrics``, with their catalogue unit, direction and anchor and the gate's
-    limit on each."""
+    """The headline's keys (:func:`headline_keys`) with their values, catalogue unit, direction and anchor and the
+    gate's limit on each."""
     limits = {c["measure"]: c["limit"] for c in (gate or {"checks": []})["checks"]}
     return [KeyNumber(k, float(metrics[k]), measure_of(k).unit, measure_of(k).direction, anchor_of(k), limits.get(k))
-            for k in HEADLINE_KEYS if k in metrics]
+            for k in headline_keys(metrics, gate)]
 
 
 def _seconds_text(seconds: float) -> str:
