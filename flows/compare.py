@@ -39,8 +39,7 @@ from sdc_tasks.comparison.run import (
 )
 from sdc_tasks.errors import value_free
 from sdc_tasks.outputs import atomic_output_dir
-from sdc_tasks.report import markdown_section
-from sdc_tasks.report.document import significant
+from sdc_tasks.report import format_value, markdown_section
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -76,7 +75,7 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
                       *markdown_section(front_section(c, map_picture(c)), inline=True),
                       *markdown_section(comparison_ranking_section(c))])
     create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
-    rows = [{k: significant(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else v
+    rows = [{k: format_value(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else v
              for k, v in row.items()} for row in c.table[list(ranking_columns(c))].to_dict("records")]
     create_table_artifact(rows, key="comparison-table", description=f"Ranking of {c.grid.name}")
     return written

@@ -70,13 +70,6 @@ def format_value(value) -> str:
     return "n/a" if value is None else str(value)
 
 
-def significant(value: float | int) -> float | int:
-    """A number rounded to 4 significant digits (an integer as it is), still a number."""
-    if isinstance(value, numbers.Integral):
-        return value
-    return float(f"{float(value):.4g}")
-
-
 # ---------------------------------------------------------------- Markdown
 
 
