@@ -244,6 +244,19 @@ def test_risk_before_and_after_is_shown_for_categorical_keys():
     assert "| indiv_risk_max | 1.0 | 0.25 | fraction |" in md
 
 
+def test_gate_limits_bound_the_map_axes_and_the_chosen_point_is_ringed():
+    limits = report.gate_limits({"DLD": 40.0, "ID": 80.0, "IL": 20.0, "PLD": 90.0}, {"DLD": 0.5, "ID": 0.5})
+    assert [(lim.axis, lim.value) for lim in limits] == [("dr", 60.0), ("il", 20.0)]
+    assert report.gate_limits({"DLD": 40.0}, {"DLD": 0.5, "ID": 0.5}) == ()  # ID unbounded: the axis is too
+    fig = report.ru_map_figure(RU_POINTS, limits=limits, chosen="mdav k=3")
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "chosen: mdav k=3" in legend and any(t.startswith("limits DLD <= 40 and ID <= 80") for t in legend)
+    ring = next(c for c in ax.collections if c.get_label() == "chosen: mdav k=3")
+    assert ring.get_offsets().tolist() == [[45.0, 8.0]]
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_label().startswith("limits")] == [60.0]
+
+
 def test_ru_map_png_is_valid_and_deterministic(tmp_path):
     first = report.ru_map_png(RU_POINTS, tmp_path / "a.png")
     second = report.ru_map_png(copy.deepcopy(RU_POINTS), tmp_path / "b.png")
