@@ -95,17 +95,21 @@ def check_rows(gate: dict | None) -> list[tuple[str, str, str, str, str]]:
             for c in (gate or {"checks": []})["checks"]]
 
 
+def gate_maxima(gate: dict | None) -> dict[str, float]:
+    """Measure -> limit of the gate's checks (none for an evaluation, which has no gate)."""
+    return {c["measure"]: c["limit"] for c in (gate or {"checks": []})["checks"]}
+
+
 def headline_keys(metrics: dict, gate: dict | None = None) -> list[str]:
     """The keys a headline shows: HEADLINE_KEYS computed (or their STAND_INS), then the other gated measures."""
     keys = [k if k in metrics else STAND_INS.get(k, k) for k in HEADLINE_KEYS]
-    gated = [c["measure"] for c in (gate or {"checks": []})["checks"]]
-    return [k for k in dict.fromkeys([*keys, *gated]) if k in metrics]
+    return [k for k in dict.fromkeys([*keys, *gate_maxima(gate)]) if k in metrics]
 
 
 def key_numbers(metrics: dict, gate: dict | None = None) -> list[KeyNumber]:
     """The headline's keys (:func:`headline_keys`) with their values, catalogue unit, direction and anchor and the
     gate's limit on each."""
-    limits = {c["measure"]: c["limit"] for c in (gate or {"checks": []})["checks"]}
+    limits = gate_maxima(gate)
     return [KeyNumber(k, float(metrics[k]), measure_of(k).unit, measure_of(k).direction, anchor_of(k), limits.get(k))
             for k in headline_keys(metrics, gate)]
 

@@ -41,7 +41,7 @@ from sdc_tasks.report.figures import (
     png_bytes,
     risk_before_after_figure,
 )
-from sdc_tasks.report.headline import headline, headline_html, headline_markdown, method_chain, params_text
+from sdc_tasks.report.headline import gate_maxima, headline, headline_html, headline_markdown, method_chain, params_text
 from sdc_tasks.report.metric_table import metrics_table_rows
 from sdc_tasks.report.ru_map import RU_MAP_NAME, gate_limits, pareto_front, ru_map_figure
 
@@ -63,11 +63,6 @@ def _link(key: str) -> str:
     return DEFINITION_PREFIX + anchor_of(key)
 
 
-def _gate_limits(gate: dict | None) -> dict[str, float]:
-    """Measure -> maximum of the gate's checks (none for an evaluation)."""
-    return {c["measure"]: c["limit"] for c in (gate or {"checks": []})["checks"] if c["op"] in ("<=", "<")}
-
-
 # ---------------------------------------------------------------- pictures
 
 
@@ -75,7 +70,7 @@ def ru_picture(summary: dict) -> Picture | None:
     """The R-U map with the gate's limits (written beside the report as ru_map.png), None without a point."""
     if not summary["ru_points"]:
         return None
-    figure = ru_map_figure(summary["ru_points"], limits=gate_limits(_gate_limits(summary["gate"]),
+    figure = ru_map_figure(summary["ru_points"], limits=gate_limits(gate_maxima(summary["gate"]),
                                                                     RELEASE_RISK_WEIGHTS))
     return Picture("R-U confidentiality map: information loss IL against disclosure risk (DLD + ID) / 2, with the "
                    "gate's limits", png_bytes(figure), RU_MAP_NAME)
@@ -118,7 +113,7 @@ def linkage_section(metrics: dict, gate: dict | None) -> list[Section]:
     if not curve:
         return []
     rows = [(str(i), format_value(v), format_value(metrics.get(f"DLD2_{i}"))) for i, v in curve]
-    figure = dld_curve_figure(metrics, _gate_limits(gate).get("DLD"))
+    figure = dld_curve_figure(metrics, gate_maxima(gate).get("DLD"))
     return [Section("Distance-based linkage by key variables", anchor="dld-curve",
                     paragraphs=["Percent of masked records whose nearest original record on the first i key "
                                 "variables is their own (DLD_i) or their own is the 2nd nearest (DLD2_i); DLD is "
