@@ -62,14 +62,15 @@ def correlation_difference_figure(correlation: dict) -> Figure:
     names = correlation["variables"]
     grids = [np.array([[np.nan if v is None else v for v in row] for row in correlation[k]], dtype=float)
              for k in ("original", "masked")]
-    diff = np.where(np.tril(np.ones_like(grids[0], dtype=bool), k=-1), grids[1] - grids[0], np.nan)
+    lower = np.tril(np.ones_like(grids[0], dtype=bool), k=-1)
+    diff = np.where(lower, grids[1] - grids[0], np.nan)[1:, :-1]  # each pair once: rows 2..p, columns 1..p-1
     top = max(float(np.nanmax(np.abs(diff))) if np.isfinite(diff).any() else 0.0, 0.01)
     size = 1.6 + 0.42 * len(names)
     fig = new_figure(size + 1.2, size)
     ax = fig.add_subplot()
     image = ax.imshow(diff, cmap="RdBu_r", vmin=-top, vmax=top)
-    ax.set_xticks(range(len(names)), names, rotation=90, fontsize=7)
-    ax.set_yticks(range(len(names)), names, fontsize=7)
+    ax.set_xticks(range(len(names) - 1), names[:-1], rotation=90, fontsize=7)
+    ax.set_yticks(range(len(names) - 1), names[1:], fontsize=7)
     for (i, j), value in np.ndenumerate(diff):
         if np.isfinite(value):
             ax.text(j, i, f"{value:.2f}".replace("-0.00", "0.00"), ha="center", va="center", fontsize=5.5,

@@ -128,8 +128,8 @@ def correlation_section(profile: dict | None) -> list[Section]:
     if not profile or not profile.get("correlation"):
         return []
     return [Section("Correlations", anchor="correlations",
-                    paragraphs=["Masked minus original Pearson correlation of each pair of variables (IL5 is the "
-                                "mean absolute value of the cells above the diagonal, in percent)."],
+                    paragraphs=["Masked minus original Pearson correlation of each pair of variables (IL5 is 100 "
+                                "times the mean of their absolute values)."],
                     pictures=[Picture("Correlation matrix difference, masked minus original",
                                       png_bytes(correlation_difference_figure(profile["correlation"])))])]
 
