@@ -1,12 +1,14 @@
-"""A spec means one thing: a key given twice, a parameter that is infinite, NaN or beyond 64 bits, and a stratum
-too small for a method are refused with the key, field or stratum named (issue #29, item 4), by the spec and
-grid loaders, the registry's ``validate_params`` (``sdc mask --param``, the Python API, specs, grids) and the
-input checks, the same rule for every method of the registry."""
+"""A spec means one thing: a key given twice, a parameter that is infinite, NaN or outside the range its field
+declares, and a stratum too small for a method are refused with the key, field or stratum named (issue #29, item
+4), by the spec and grid loaders, the registry's ``validate_params`` (``sdc mask --param``, the Python API, specs,
+grids) and the input checks, the same rule for every method of the registry."""
 
 from __future__ import annotations
 
+import math
 import time
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -87,9 +89,12 @@ def test_sdc_compare_with_a_repeated_grid_key_exits_2_and_writes_nothing(tmp_pat
     ("noise", {"p": float("nan")}, "parameter 'p' of noise: Input should be a finite number"),
     ("rankswap", {"p": "inf"}, "parameter 'p' of rankswap: Input should be a finite number"),
     ("postmask", {"p": 0.8, "q": 0.4, "target_e": float("inf")}, "parameter 'target_e' of postmask"),
-    ("mdav", {"k": 2**63}, "parameter 'k' of mdav: a whole number beyond 64 bits"),
-    ("resample", {"t": 10**40}, "parameter 't' of resample: a whole number beyond 64 bits"),
-    ("mdav", {"k": 3, "block_size": 2**64}, "parameter 'block_size' of mdav: a whole number beyond 64 bits"),
+    ("mdav", {"k": 2**63}, f"parameter 'k' of mdav = {2**63} is out of range: allowed >= 2, <= 10000"),
+    ("resample", {"t": 10**40}, f"parameter 't' of resample = {10**40} is out of range: allowed >= 1, <= 10000"),
+    ("mdav", {"k": 3, "block_size": 2**64}, f"parameter 'block_size' of mdav = {2**64} is out of range"),
+    ("noise", {"p": 1e308}, "parameter 'p' of noise = 1e+308 is out of range: allowed > 0, <= 10"),
+    ("mdav", {"k": 10**15}, "parameter 'k' of mdav = 1000000000000000 is out of range: allowed >= 2, <= 10000"),
+    ("rankswap", {"p": 1e300}, "parameter 'p' of rankswap = 1e+300 is out of range: allowed > 0, <= 100"),
 ])
 def test_validate_params_refuses_infinite_nan_and_overflowing_values(method, params, message):
     with pytest.raises(ValueError) as err:
@@ -97,14 +102,80 @@ def test_validate_params_refuses_infinite_nan_and_overflowing_values(method, par
     assert message in str(err.value)
 
 
-def test_the_largest_64_bit_whole_number_is_accepted():
-    assert validate_params("mdav", {"k": 3, "block_size": 2**63 - 1})["block_size"] == 2**63 - 1
+def numeric_ranges() -> list[tuple[str, str, type, dict]]:
+    """(method, parameter, int or float, its declared bounds {"ge"|"gt": low, "le"|"lt": high}) of every numeric
+    parameter of every registered method, read from the parameter models."""
+    found = []
+    for name, method in METHODS.items():
+        for field, info in method.params.model_fields.items():
+            kind = next((t for t in (int, float) if t in (info.annotation, *get_args(info.annotation))), None)
+            if kind is not None:
+                bounds = {attr: getattr(c, attr) for c in info.metadata for attr in ("ge", "gt", "le", "lt")
+                          if getattr(c, attr, None) is not None}
+                found.append((name, field, kind, bounds))
+    return found
+
+
+def just_beyond(kind: type, attr: str, bound) -> int | float:
+    """The value next to ``bound`` on its wrong side: the bound itself for a strict one, else one step past it (a
+    whole number, or the next float)."""
+    if attr in ("gt", "lt"):
+        return bound
+    outward = -1 if attr == "ge" else 1
+    return bound + outward if kind is int else math.nextafter(bound, outward * math.inf)
+
+
+def test_every_numeric_parameter_declares_a_finite_range():
+    ranges = numeric_ranges()
+    assert len(ranges) >= 25 and ("noise", "p", float, {"gt": 0, "le": 10}) in ranges
+    for method, field, _, bounds in ranges:
+        assert len(bounds) == 2 and bounds.keys() & {"ge", "gt"} and bounds.keys() & {"le", "lt"}, (method, field)
+        assert all(math.isfinite(b) and abs(b) < 2**63 for b in bounds.values()), (method, field)
+
+
+def at_bound(method: str, field: str, bound) -> dict:
+    """The method's example parameters with ``field`` at one of its bounds (a block size of 2k beside a k)."""
+    params = {**METHODS[method].example, field: bound}
+    if field == "k" and "block_size" in METHODS[method].params.model_fields:
+        params["block_size"] = 2 * bound
+    return params
+
+
+@pytest.mark.parametrize("method, field, kind, bounds", numeric_ranges(), ids=str)
+def test_a_parameter_just_beyond_its_range_is_refused_naming_it_and_the_range(method, field, kind, bounds):
+    allowed = ", ".join(f"{symbol} {bounds[attr]}" for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="),
+                                                                       ("lt", "<")) if attr in bounds)
+    for attr, bound in bounds.items():
+        value = just_beyond(kind, attr, bound)
+        with pytest.raises(ValueError) as err:
+            validate_params(method, {**METHODS[method].example, field: value})
+        assert str(err.value).startswith(f"parameter '{field}' of {method} = {value} is out of range: allowed "
+                                         f"{allowed}"), str(err.value)
+        if attr == "le" or attr == "ge" and field != "block_size":  # the bound itself is inside (block_size >= 2k)
+            assert validate_params(method, at_bound(method, field, bound))[field] == bound
+
+
+def test_huge_finite_parameters_are_refused_by_the_cli_spec_and_python_api(tmp_path, census, no_cluster):
+    census.iloc[:40].to_csv(tmp_path / "in.csv", index=False)
+    result = CliRunner().invoke(app, ["mask", "--input", str(tmp_path / "in.csv"), "--method", "noise", "--param",
+                                      "p=1e308", "--out", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2
+    assert result.output == "error: parameter 'p' of noise = 1e+308 is out of range: allowed > 0, <= 10\n"
+    spec = yaml.safe_load(DEMO)
+    text = yaml.safe_dump({**spec, "steps": [{"method": "rankswap", "params": {"p": 1e300}}]})
+    with pytest.raises(SpecError, match=r"spec field 'steps.0'.*parameter 'p' of rankswap = 1e\+300 is out of "
+                                        r"range: allowed > 0, <= 100"):
+        load_spec(written(tmp_path, "spec.yaml", text))
+    with pytest.raises(ValueError, match=r"^parameter 'k' of mdav = 1000000000000000 is out of range"):
+        api.mask(census.iloc[:40], "mdav", k=10**15)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "spec.yaml"]
 
 
 @pytest.mark.parametrize("step, field", [
     ("{method: noise, params: {p: .inf}}", "parameter 'p' of noise: Input should be a finite number"),
     ("{method: noise, params: {p: .nan}}", "parameter 'p' of noise: Input should be a finite number"),
-    ("{method: mdav, params: {k: 99999999999999999999999}}", "parameter 'k' of mdav: a whole number beyond"),
+    ("{method: mdav, params: {k: 99999999999999999999999}}", "parameter 'k' of mdav = 99999999999999999999999 is "
+     "out of range"),
 ])
 def test_a_spec_step_with_infinite_nan_or_huge_parameters_is_refused(tmp_path, step, field):
     spec = yaml.safe_load(DEMO)
