@@ -63,7 +63,7 @@ class RankSwapParams(Params):
 class NoiseParams(Params):
     """Additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method."""
 
-    p: float = Field(gt=0, le=10, description="noise sd as a fraction of each variable's sd")
+    p: float = Field(gt=0, le=100, description="noise sd as a fraction of each variable's sd")
     correlated: bool = Field(default=False, description="noise N(0, p^2 Sigma), Sigma the covariance matrix")
     linear_transform: bool = Field(default=False, description="Kim's linear transformation restoring means and "
                                    "covariances")
