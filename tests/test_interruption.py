@@ -1,9 +1,10 @@
-"""``sdc release`` interrupted in the middle of its masking stage, as by Ctrl-C (SIGINT to its whole process group,
-as a terminal sends it), by ``kill`` (SIGTERM to the command alone) or by a service manager (SIGTERM to the whole
-group): it ends within seconds with one
-``interrupted:`` line and exit status 130 / 143, after stopping every process it started (the temporary Prefect
-server, the Dask workers) and removing its hidden output directory, lock and scratch directories; no file is left
-in the temporary directory but Dask's empty lock files, and a following run publishes normally."""
+"""A command interrupted while it works, as by Ctrl-C (SIGINT to its whole process group, as a terminal sends it), by
+``kill`` (SIGTERM to the command alone) or by a service manager (SIGTERM to the whole group): ``sdc release`` in
+the middle of its masking stage, ``sdc mask``, ``sdc evaluate`` and ``sdc compare`` while their cluster works, and
+any of them while its local cluster starts. It ends within seconds with one ``interrupted:`` line and exit status
+130 / 143, after stopping every process it started (the temporary Prefect server, the Dask workers) and removing
+its hidden output directory, lock and scratch directories; no file is left in the temporary directory but Dask's
+empty lock files, and a following run publishes normally. Workers never take the terminal's Ctrl-C themselves."""
 
 from __future__ import annotations
 
