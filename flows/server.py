@@ -9,6 +9,8 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.outputs import noted_process, terminal_signals_blocked
 
 SERVER_COMMAND = "prefect.server.api.server:create_app"
+HEALTH_SECONDS = 5
+"""How long a configured Prefect API has to answer its health check before a run fails naming it."""
 
 
 @contextlib.contextmanager
@@ -57,16 +59,21 @@ def _detached_server():
 
 def check_api(url: str | None) -> None:
     """Raise InputError naming the configured Prefect API (PREFECT_API_URL) when it does not answer its health
-    check, before a run starts anything."""
+    check within :data:`HEALTH_SECONDS` (one try: a server that accepts connections but never replies would
+    otherwise hold the run through Prefect's request timeout and retries), before a run starts anything."""
+    import httpx
     from prefect.client.orchestration import get_client
+    from prefect.settings import PREFECT_CLIENT_MAX_RETRIES, temporary_settings
 
     if not url:
         return
-    with get_client(sync_client=True) as client:
+    with temporary_settings({PREFECT_CLIENT_MAX_RETRIES: 0}), \
+            get_client(httpx_settings={"timeout": httpx.Timeout(HEALTH_SECONDS)}, sync_client=True) as client:
         failure = client.api_healthcheck()
     if failure is not None:
-        raise InputError(f"the Prefect API at {url} (PREFECT_API_URL) does not answer ({type(failure).__name__}): "
-                         "start that server, or unset PREFECT_API_URL to use a temporary one")
+        raise InputError(f"the Prefect API at {url} (PREFECT_API_URL) does not answer within {HEALTH_SECONDS} s "
+                         f"({type(failure).__name__}): start that server, or unset PREFECT_API_URL to use a "
+                         "temporary one")
 
 
 def _delivered() -> None:

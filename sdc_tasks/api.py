@@ -90,7 +90,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
         variables = variables or numeric_columns(source, [id_column, strata], what)
         numeric, named = ([], variables) if categorical else (variables, [])
         frame, _ = load_checked(source, id_column, numeric, what, required=named, strata=strata,
-                                group_sizes=[fewest_records(params, f"parameter 'k' of {method}", method)])
+                                group_sizes=[fewest_records(method, params, f"parameter '{{}}' of {method}", method)])
         reference = frame if original_source is None else \
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Iterator
 
@@ -15,7 +16,7 @@ from distributed.client import AllExit
 from distributed.security import Security
 
 from sdc_tasks.errors import InputError, withholding_worker_errors
-from sdc_tasks.outputs import scratch_dir, terminal_interrupt_ignored
+from sdc_tasks.outputs import interruption_deferred, remove_stale_scratch, scratch_dir
 
 LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
@@ -119,18 +120,21 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
                 memory_limit: str = "auto", tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
     """Yield a client whose workers log failed tasks without their data or messages; a LocalCluster started
     here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
-    the terminal's SIGINT (an interrupted run stops it) and is closed on exit; an attached scheduler (over TLS
-    with ``tls``) is left running."""
+    the terminal's SIGINT (an interrupted run stops it; a SIGINT or SIGTERM during its start ends the run right
+    after) and is closed on exit, the scratch directories its stopped workers left then removed; an attached
+    scheduler (over TLS with ``tls``) is left running."""
     if address:
         with attached_client(address, tls) as client:
             yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
     logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
-    with scratch_dir("dask") as local_directory:
-        with terminal_interrupt_ignored():
-            cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
-                                   memory_limit=memory_limit, processes=True, host=LOOPBACK, dashboard_address=None,
-                                   silence_logs=logging.ERROR, local_directory=local_directory)
-        with cluster, Client(cluster, set_as_default=True) as client:
+    resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
+    with scratch_dir("dask") as local_directory, contextlib.ExitStack() as started:
+        started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
+        with interruption_deferred():  # a Ctrl-C meanwhile is raised after, the cluster then closed
+            cluster = started.enter_context(LocalCluster(
+                n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
+                host=LOOPBACK, dashboard_address=None, silence_logs=logging.ERROR, local_directory=local_directory))
+        with Client(cluster, set_as_default=True) as client:
             yield withholding_worker_errors(client)

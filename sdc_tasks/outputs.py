@@ -35,6 +35,7 @@ import signal
 import socket
 import stat
 import tempfile
+import threading
 import uuid
 from datetime import datetime, timezone
 from pathlib import Path
@@ -326,15 +327,25 @@ def terminal_signals_blocked() -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def terminal_interrupt_ignored() -> Iterator[None]:
-    """For the block (the start of a run's worker processes, short), SIGINT ignored by this process, so that the
-    Python processes started meanwhile inherit the ignoring and never receive the terminal's Ctrl-C themselves:
-    the run stops them when it is interrupted. The handler before is restored after the block."""
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+def interruption_deferred() -> Iterator[None]:
+    """For the block (the start of a run's worker processes, a few seconds): SIGINT blocked in this thread, so that
+    the threads it starts and the processes they start (whose blocked signals survive exec) never receive the
+    terminal's Ctrl-C themselves (the run stops them when it is interrupted); and a SIGINT or SIGTERM reaching this
+    process meanwhile held, then raised again as soon as the block ends, for the handlers before it (in the main
+    thread, the run's) to act on once what the block started is in hand."""
+    main = threading.current_thread() is threading.main_thread()
+    held: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: held.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)} if main else {}
+    mask = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
     try:
         yield
     finally:
-        signal.signal(signal.SIGINT, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        signal.pthread_sigmask(signal.SIG_SETMASK, mask)  # a SIGINT pending for this thread is delivered here
+        if held:
+            signal.raise_signal(held[0])
 
 
 def _end_orphan(note: dict) -> None:

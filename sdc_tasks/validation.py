@@ -1,7 +1,7 @@
 """Checks of an input file before masking or evaluation: one scan that names the column and the row at fault.
 
 Rows are counted from 0 after the header, as the ids ``create_id`` gives. Messages name columns, rows, ids
-and stratum labels, never a value of a variable (values are confidential).
+and the row holding a stratum, never a value (values are confidential, a stratum's label included).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from sdc_tasks.io import (
     reader_reason,
     write_parquet,
 )
+from sdc_tasks.masking.rankswap import fewest_swapped_records
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -73,11 +74,18 @@ def _scan_partition(part: pd.DataFrame, columns: list[str], numeric: set[str], i
                       "min": float(x[ok].min()) if ok.any() else np.inf,
                       "max": float(x[ok].max()) if ok.any() else -np.inf,
                       "not_positive": int(not_positive.sum()), "first_not_positive": _first(not_positive)})
-    sizes = part[strata].value_counts() if strata else pd.Series(dtype=np.int64)
+    sizes = _stratum_sizes(part[strata]) if strata else pd.DataFrame(columns=["size", "first"], dtype=np.int64)
     no_stratum = _first(part[strata].isna().to_numpy()) if strata else -1
     no_id = part[id_col].isna().to_numpy()
     facts = pd.DataFrame(facts, columns=FACT_COLUMNS)
     return len(part), facts, sizes, no_stratum, (int(no_id.sum()), _first(no_id))
+
+
+def _stratum_sizes(labels: pd.Series) -> pd.DataFrame:
+    """Per stratum label of one partition (missing labels left out): its records (``size``) and the position of
+    its first record (``first``)."""
+    positions = pd.Series(np.arange(len(labels)), index=labels.to_numpy())[labels.notna().to_numpy()]
+    return positions.groupby(level=0, sort=False).agg(size="size", first="min")
 
 
 def _duplicate_ids(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
@@ -151,15 +159,18 @@ def _checked_facts(ddf: dd.DataFrame, columns: list[str], numeric: list[str], id
                          f"({sum(s[4][0] for s in scanned)} rows in all): every record needs an id")
     if dups is not None and int(dups["dups"].sum()):
         raise InputError(_repeated_id_message(ddf, id_col, dups, what))
-    sizes = pd.concat([s[2] for s in scanned]).groupby(level=0).sum() if strata else pd.Series({None: n})
-    for where, k in group_sizes:
-        if n < k:
-            raise InputError(f"{where} = {k} exceeds the number of records of {what} ({n})")
-        small = sizes[sizes < k]
+    if strata:
+        sizes = pd.concat([s[2].assign(first=s[2]["first"] + int(offsets[i])) for i, s in enumerate(scanned)])
+        sizes = sizes.groupby(level=0).agg(size=("size", "sum"), first=("first", "min")).sort_values("first")
+    for named, least in group_sizes:
+        if n < least:
+            raise InputError(f"{named} needs at least {least} records but {what} has {n}")
+        small = sizes[sizes["size"] < least] if strata else []
         if len(small):
-            size = int(small.iloc[0])
-            raise InputError(f"{where} = {k} but stratum {small.index[0]!r} of {strata!r} has {size} "
-                             f"record{'s' if size > 1 else ''} (fewer than {k})")
+            size, row = int(small["size"].iloc[0]), int(small["first"].iloc[0])
+            raise InputError(f"{named} needs at least {least} records per stratum but the stratum of {strata!r} "
+                             f"holding row {row} has {size} record{'s' if size > 1 else ''} ({len(small)} of the "
+                             f"{len(sizes)} strata have fewer than {least})")
     per_column = facts.groupby("column", sort=False).agg(lo=("min", "min"), hi=("max", "max"))
     return {"n_records": n, "partitions": int(ddf.npartitions),
             "constant_variables": [c for c in numeric if per_column.loc[c, "lo"] == per_column.loc[c, "hi"]]}
@@ -176,11 +187,17 @@ def _check_weights(rows: pd.DataFrame, weight: str, what: str) -> None:
                          f"does not ({int(hits['not_positive'].sum())} rows in all)")
 
 
-def fewest_records(params: dict, k_name: str, step_name: str) -> tuple[str, int]:
-    """(what a check names, the fewest records a stratum of one masking step may hold): k for the methods with a
-    group size (``k_name`` names it), else 2 for any method (``step_name`` names the step): a record alone in its
-    stratum has no partner to swap with, no group and no spread, and would be published as it is."""
-    return (k_name, params["k"]) if "k" in params else (f"{step_name}: records needed per stratum", 2)
+def fewest_records(method: str, params: dict, field: str, step: str) -> tuple[str, int]:
+    """(what a refusal names, the fewest records each stratum, or the file, must hold) for one masking step, the
+    same rule for every method: enough for the method to change every record. k for the methods with a group size
+    (``field``: how the step's parameters are named, e.g. "parameter '{}' of mdav"), for rank swapping the fewest
+    records of which p percent is one rank (``rankswap.fewest_swapped_records``), and 2 for any other method
+    (``step`` names it): a record alone has no group, no partner to swap with and no spread."""
+    if "k" in params:
+        return f"{field.format('k')} = {params['k']}", params["k"]
+    if method == "rankswap":
+        return f"{field.format('p')} = {params['p']:g}", fewest_swapped_records(params["p"])
+    return step, 2
 
 
 def _is_number_type(dtype) -> bool:

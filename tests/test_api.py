@@ -242,7 +242,7 @@ def test_bad_arguments_are_refused_before_any_data_work(continuous, call, messag
 @pytest.mark.parametrize("call, message", [
     (lambda d: mask(d, "mdav", k=3, vars=["AGI", "INCOME"]), "data has no column 'INCOME'"),
     (lambda d: mask(d, "mdav", k=3, vars=["AGI", "region"]), "column 'region' of data must be numeric"),
-    (lambda d: mask(d.head(2), "mdav", k=3), "parameter 'k' of mdav = 3 exceeds the number of records of data"),
+    (lambda d: mask(d.head(2), "mdav", k=3), "parameter 'k' of mdav = 3 needs at least 3 records but data has 2"),
     (lambda d: mask(d, "rankswap", p=10, original=d), None),
     (lambda d: evaluate(d, d.assign(record_id=np.arange(ROWS) + 5), pairing="id"),
      "5 of 300 masked records have no original record with the same 'record_id'"),

@@ -277,7 +277,7 @@ def test_best_spec_meets_the_limits_and_loads(small_run, tmp_path):
 def test_bad_input_is_named_before_any_configuration_runs(tmp_path):
     census = bundled_path("census.csv")
     grid = C.parse_grid({"families": [family("Mic3mul", "mdav", [3, 2000], "d", group_size=3)]})
-    with pytest.raises(ValueError, match="parameter 'k' of Mic3mul2000 = 2000 exceeds the number of records"):
+    with pytest.raises(ValueError, match="parameter 'k' of Mic3mul2000 = 2000 needs at least 2000 records but"):
         O.comparison(census, tmp_path / "out", grid, key_vars=CENSUS_KEYS)
     holed = pd.read_csv(census)
     holed.loc[17, "AGI"] = np.nan

@@ -1,5 +1,6 @@
 """The Python walkthrough (docs/python.md) and the README's Python section run as written: their ```python blocks
-are executed in order in one namespace, in a temporary working directory, so the documents cannot rot."""
+are executed in order in one namespace, in a temporary working directory, so the documents cannot rot; the list of
+fault-injection tests (docs/faults.md) names tests that exist, and every test of the fault-injection files."""
 
 from __future__ import annotations
 
@@ -51,3 +52,25 @@ def test_the_readme_python_section_runs(tmp_path, monkeypatch, capsys):
     run_blocks(blocks, "README.md")
     printed = capsys.readouterr().out
     assert "IL" in printed and "DLD" in printed and list(tmp_path.iterdir()) == []
+
+
+FAULT_TEST = re.compile(r"`(tests/test_\w+\.py)::(test_\w+)`")
+FAULT_FILES = ("tests/test_interruption.py", "tests/test_environment_faults.py", "tests/test_spec_rules.py",
+               "tests/test_killed_release.py")
+
+
+def defined_tests(path: Path) -> set[str]:
+    """The names of the test functions defined at the top level of a test file."""
+    return set(re.findall(r"^(?:async )?def (test_\w+)\(", path.read_text(), re.MULTILINE))
+
+
+def test_the_fault_list_names_existing_tests_and_all_of_the_fault_files():
+    listed = FAULT_TEST.findall((ROOT / "docs" / "faults.md").read_text())
+    assert len(listed) >= 60 and len(set(listed)) == len(listed)
+    missing = [f"{file}::{name}" for file, name in listed
+               if not (ROOT / file).is_file() or name not in defined_tests(ROOT / file)]
+    assert missing == [], "docs/faults.md names tests that do not exist"
+    unlisted = [f"{file}::{name}" for file in FAULT_FILES for name in sorted(defined_tests(ROOT / file))
+                if (file, name) not in listed]
+    assert unlisted == [], "tests of the fault-injection files missing from docs/faults.md"
+    assert "docs/faults.md" in (ROOT / "README.md").read_text()

@@ -11,9 +11,11 @@ import errno
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -280,10 +282,10 @@ def test_scheduler_lost_mid_run_names_it_and_publishes_nothing(tmp_path, systmp)
 # ---- from the command line ----
 
 
-def sdc(*args, env: dict | None = None) -> subprocess.CompletedProcess:
-    """Run the ``sdc`` command of this worktree."""
+def sdc(*args, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
+    """Run the ``sdc`` command of this worktree (killed after ``timeout`` seconds)."""
     return subprocess.run([sys.executable, "-m", "sdc_tasks.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=240, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
 
 
 def test_cli_evaluate_out_on_a_full_disk_exits_2_in_one_line(tmp_path, no_cluster, monkeypatch):
@@ -308,6 +310,55 @@ def test_cli_prefect_api_that_does_not_answer_exits_2_in_one_line(tmp_path):
     assert result.stderr.strip().splitlines() == [result.stderr.strip()]
     assert result.stderr.startswith("error: the Prefect API at http://127.0.0.1:1/api (PREFECT_API_URL) does not "
                                     "answer")
+    assert left_beside(tmp_path / "release") == []
+
+
+@pytest.fixture
+def silent_api():
+    """The URL of a "Prefect API" that accepts TCP connections and never answers (a hung server, a black-holing
+    proxy); the connections are held open until the test ends."""
+    listener = socket.create_server(("127.0.0.1", 0))
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                held.append(listener.accept()[0])
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{listener.getsockname()[1]}/api"
+    finally:
+        stop.set()
+        thread.join(5)
+        for conn in held:
+            conn.close()
+        listener.close()
+
+
+def test_a_prefect_api_that_never_answers_is_refused_naming_it(silent_api):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    from flows.server import HEALTH_SECONDS, check_api
+
+    with temporary_settings({PREFECT_API_URL: silent_api}), pytest.raises(InputError) as err:
+        check_api(silent_api)
+    assert str(err.value) == (f"the Prefect API at {silent_api} (PREFECT_API_URL) does not answer within "
+                              f"{HEALTH_SECONDS} s (ReadTimeout): start that server, or unset PREFECT_API_URL to use a "
+                              "temporary one")
+
+
+def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_path, silent_api):
+    """Prefect's own client would wait its request timeout (60 s) and retry 5 times; the health check tries once,
+    for a few seconds (the command's time limit here is well under Prefect's waits)."""
+    result = sdc("release", spec_file(tmp_path), env={"PREFECT_API_URL": silent_api}, timeout=90)
+    assert result.returncode == 2, result.stderr
+    assert result.stderr.strip().splitlines() == [
+        f"error: the Prefect API at {silent_api} (PREFECT_API_URL) does not answer within 5 s (ReadTimeout): start "
+        "that server, or unset PREFECT_API_URL to use a temporary one"]
     assert left_beside(tmp_path / "release") == []
 
 

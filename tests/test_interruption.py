@@ -1,9 +1,10 @@
-"""``sdc release`` interrupted in the middle of its masking stage, as by Ctrl-C (SIGINT to its whole process group,
-as a terminal sends it), by ``kill`` (SIGTERM to the command alone) or by a service manager (SIGTERM to the whole
-group): it ends within seconds with one
-``interrupted:`` line and exit status 130 / 143, after stopping every process it started (the temporary Prefect
-server, the Dask workers) and removing its hidden output directory, lock and scratch directories; no file is left
-in the temporary directory but Dask's empty lock files, and a following run publishes normally."""
+"""A command interrupted while it works, as by Ctrl-C (SIGINT to its whole process group, as a terminal sends it), by
+``kill`` (SIGTERM to the command alone) or by a service manager (SIGTERM to the whole group): ``sdc release`` in
+the middle of its masking stage, ``sdc mask``, ``sdc evaluate`` and ``sdc compare`` while their cluster works, and
+any of them while its local cluster starts. It ends within seconds with one ``interrupted:`` line and exit status
+130 / 143, after stopping every process it started (the temporary Prefect server, the Dask workers) and removing
+its hidden output directory, lock and scratch directories; no file is left in the temporary directory but Dask's
+empty lock files, and a following run publishes normally. Workers never take the terminal's Ctrl-C themselves."""
 
 from __future__ import annotations
 
@@ -16,7 +17,10 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Callable
 
+import numpy as np
+import pandas as pd
 import psutil
 import pytest
 import yaml
@@ -27,25 +31,40 @@ from sdc_tasks.generate import write_synthetic
 VARIABLES = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAXINC", "POTHVAL", "INTVAL",
              "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"]
 DASK_LOCKS = {"global.lock", "purge.lock"}  # empty lock files Dask keeps in the temporary directory
+RELEASE_INPUTS = ("prefect-home", "spec.yaml")
+ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture
-def slow_release(tmp_path, monkeypatch):
-    """(command, environment, output) of a release of 60,000 synthetic records (MDAV on blocks: a masking stage of
-    many seconds) with its own temporary directory and Prefect home under tmp_path."""
+def synthetic(tmp_path, monkeypatch):
+    """(environment, directory) of a run on 60,000 synthetic records in tmp_path/data (masking them takes many
+    seconds), with its own temporary directory (tmp_path/systmp) and Prefect home under tmp_path."""
     write_synthetic(tmp_path / "data", 60_000, seed=1)
-    spec = {"name": "slow", "input": {"path": "data", "format": "parquet"}, "id_column": "record_id",
-            "variables": {"key": VARIABLES[:3], "continuous": VARIABLES},
-            "steps": [{"method": "md", "params": {"k": 7, "group_size": 3, "block_size": 6000}}],
-            "metrics": ["il"], "output": {"dir": "out"}, "seed": 1, "dask": {"workers": 2}}
-    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
     systmp = tmp_path / "systmp"
     systmp.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(systmp))
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(TMPDIR=str(systmp), PREFECT_HOME=str(tmp_path / "prefect-home"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(Path(__file__).parents[1]), env.get("PYTHONPATH")])))
-    return [sys.executable, "-m", "sdc_tasks.cli", "release", str(tmp_path / "spec.yaml")], env, tmp_path / "out"
+               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+    return env, tmp_path
+
+
+@pytest.fixture
+def slow_release(synthetic):
+    """(command, environment, output) of a release of the 60,000 synthetic records (MDAV on blocks: a masking
+    stage of many seconds)."""
+    env, tmp_path = synthetic
+    spec = {"name": "slow", "input": {"path": "data", "format": "parquet"}, "id_column": "record_id",
+            "variables": {"key": VARIABLES[:3], "continuous": VARIABLES},
+            "steps": [{"method": "md", "params": {"k": 7, "group_size": 3, "block_size": 6000}}],
+            "metrics": ["il"], "output": {"dir": "out"}, "seed": 1, "dask": {"workers": 2}}
+    (tmp_path / "spec.yaml").write_text(yaml.safe_dump(spec))
+    return sdc("release", tmp_path / "spec.yaml"), env, tmp_path / "out"
+
+
+def sdc(*args) -> list[str]:
+    """The command line of ``sdc ARGS`` from this worktree."""
+    return [sys.executable, "-m", "sdc_tasks.cli", *map(str, args)]
 
 
 def _masking(out: Path) -> bool:
@@ -53,23 +72,24 @@ def _masking(out: Path) -> bool:
     return any((p / "_work" / "step-00").is_dir() for p in out.parent.glob(f".{out.name}.tmp.*"))
 
 
-def _interrupted_run(command: list[str], env: dict, out: Path, sig: int,
-                     to_group: bool) -> tuple[int, str, float, set[int]]:
-    """Start ``command`` in its own session, wait until it masks, send ``sig`` (to its process group or to it
-    alone); return its exit status, its stderr, the seconds it took to end and every process it had started."""
-    proc = subprocess.Popen(command, env=env, cwd=Path(command[-1]).parent, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.PIPE, text=True, start_new_session=True)
+def _interrupted_run(command: list[str], env: dict, cwd: Path, ready: Callable[[], bool], sig: int,
+                     to_group: bool, settle: float = 2) -> tuple[int, str, float, set[int]]:
+    """Start ``command`` in its own session, wait until ``ready()`` and ``settle`` seconds more, send ``sig`` (to its
+    process group or to it alone); return its exit status, its stderr, the seconds it took to end and every
+    process it had started."""
+    proc = subprocess.Popen(command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(proc.stderr), daemon=True)
     reader.start()
     started: set[int] = set()
     try:
         deadline = time.monotonic() + 240
-        while not _masking(out):
-            assert proc.poll() is None and time.monotonic() < deadline, "the release never reached its masking"
+        while not ready():
+            assert proc.poll() is None and time.monotonic() < deadline, "the run never got ready"
             started |= {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
             time.sleep(0.1)
-        time.sleep(2)
+        time.sleep(settle)
         started |= {p.pid for p in psutil.Process(proc.pid).children(recursive=True)}
         sent = time.monotonic()
         os.killpg(proc.pid, sig) if to_group else proc.send_signal(sig)
@@ -104,17 +124,19 @@ def _files(root: Path) -> list[str]:
     return sorted(str(p.relative_to(root)) for p in root.rglob("*") if p.is_file())
 
 
-def _check_clean_end(code: int, stderr: str, took: float, started: set[int], out: Path, expected: int) -> None:
-    """The interrupted run's properties: its exit status, one ``interrupted:`` line and no traceback, no process
-    left, nothing beside the output, nothing in the scratch root and no file in the temporary directory."""
+def _check_clean_end(code: int, stderr: str, took: float, started: set[int], out: Path, expected: int,
+                     command: str = "release", beside: tuple[str, ...] = ("spec.yaml",)) -> None:
+    """The interrupted run's properties: its exit status, one ``interrupted:`` line naming ``command`` and no
+    traceback, no process left, nothing beside the output but the run's inputs (``beside``: those besides the data),
+    nothing in the scratch root and no file in the temporary directory."""
     assert code == expected, stderr[-3000:]
     assert took < 30
     assert [line for line in stderr.splitlines() if line.startswith(("interrupted:", "error:"))] == \
         [stderr.strip().splitlines()[-1]]
-    assert stderr.strip().splitlines()[-1].startswith("interrupted: release stopped by SIG")
+    assert stderr.strip().splitlines()[-1].startswith(f"interrupted: {command} stopped by SIG")
     assert "Traceback" not in stderr
     assert started and _running(started) == []
-    assert sorted(p.name for p in out.parent.iterdir()) == ["data", "prefect-home", "spec.yaml", "systmp"]
+    assert sorted(p.name for p in out.parent.iterdir()) == sorted(["data", "systmp", *beside]), "left beside"
     assert list(O.scratch_root().iterdir()) == []
     systmp = out.parent / "systmp"
     assert [f for f in _files(systmp) if Path(f).name not in DASK_LOCKS] == []
@@ -122,23 +144,146 @@ def _check_clean_end(code: int, stderr: str, took: float, started: set[int], out
 
 def test_ctrl_c_stops_a_release_cleanly(slow_release):
     command, env, out = slow_release
-    code, stderr, took, started = _interrupted_run(command, env, out, signal.SIGINT, to_group=True)
-    _check_clean_end(code, stderr, took, started, out, 130)
+    code, stderr, took, started = _interrupted_run(command, env, out.parent, lambda: _masking(out), signal.SIGINT,
+                                                   to_group=True)
+    _check_clean_end(code, stderr, took, started, out, 130, beside=RELEASE_INPUTS)
 
 
 def test_sigterm_to_the_process_group_stops_a_release_cleanly(slow_release):
     """As a service manager stops a unit: SIGTERM to every process of the group at once (the server among them)."""
     command, env, out = slow_release
-    code, stderr, took, started = _interrupted_run(command, env, out, signal.SIGTERM, to_group=True)
-    _check_clean_end(code, stderr, took, started, out, 143)
+    code, stderr, took, started = _interrupted_run(command, env, out.parent, lambda: _masking(out), signal.SIGTERM,
+                                                   to_group=True)
+    _check_clean_end(code, stderr, took, started, out, 143, beside=RELEASE_INPUTS)
 
 
 def test_sigterm_stops_a_release_cleanly_and_the_next_run_publishes(slow_release):
     command, env, out = slow_release
-    code, stderr, took, started = _interrupted_run(command, env, out, signal.SIGTERM, to_group=False)
-    _check_clean_end(code, stderr, took, started, out, 143)
-    demo = subprocess.run([sys.executable, "-m", "sdc_tasks.cli", "demo", "--out", str(out)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    code, stderr, took, started = _interrupted_run(command, env, out.parent, lambda: _masking(out), signal.SIGTERM,
+                                                   to_group=False)
+    _check_clean_end(code, stderr, took, started, out, 143, beside=RELEASE_INPUTS)
+    demo = subprocess.run(sdc("demo", "--out", out), env=env, capture_output=True, text=True, timeout=300)
     assert demo.returncode == 0, demo.stderr[-3000:]
     assert (out / "manifest.json").is_file()
     assert list(O.scratch_root().iterdir()) == []
+
+
+# ---- the other commands: mask, evaluate, compare ----
+
+
+def _workers_started(systmp: Path, workers: int = 2) -> bool:
+    """Whether the workers of a run's local Dask cluster have started (each has its directory in the cluster's
+    scratch directory)."""
+    root = systmp / f"sdc-scratch-{os.getuid()}"
+    return root.is_dir() and len([p for d in root.glob("dask.*") for p in d.rglob("worker-*") if p.is_dir()]) >= workers
+
+
+def _noisy_copy(data: Path, out: Path) -> Path:
+    """The records of ``data`` with the continuous variables shifted by noise, as one Parquet file ``out``."""
+    frame = pd.read_parquet(data)
+    rng = np.random.default_rng(5)
+    spread = frame[VARIABLES].std().to_numpy()
+    frame[VARIABLES] = frame[VARIABLES] + rng.normal(scale=spread, size=(len(frame), len(VARIABLES)))
+    frame.to_parquet(out, index=False)
+    return out
+
+
+def command_of(name: str, tmp_path: Path) -> tuple[list[str], tuple[str, ...]]:
+    """(command line of ``sdc NAME`` on the 60,000 synthetic records, writing tmp_path/out; its inputs beside the
+    data in tmp_path)."""
+    data, out = tmp_path / "data", tmp_path / "out"
+    if name == "mask":
+        return sdc("mask", "--input", data, "--method", "md", "--param", "k=7", "--param", "group_size=3", "--param",
+                   "block_size=6000", "--out", out), ()
+    if name == "evaluate":
+        masked = _noisy_copy(data, tmp_path / "masked.parquet")
+        return sdc("evaluate", "--original", data, "--masked", masked, "--out", out), ("masked.parquet",)
+    (tmp_path / "grid.yaml").write_text(yaml.safe_dump({"families": [
+        {"label": "Mic", "method": "md", "params": {"group_size": 3, "block_size": 6000},
+         "sweep": {"param": "k", "values": [5, 7]}}]}))
+    return sdc("compare", "--input", data, "--grid", tmp_path / "grid.yaml", "--out", out), ("grid.yaml",)
+
+
+@pytest.mark.parametrize("name, sig, to_group", [
+    ("mask", signal.SIGINT, True), ("mask", signal.SIGTERM, False),
+    ("evaluate", signal.SIGINT, True), ("evaluate", signal.SIGTERM, False),
+    ("compare", signal.SIGINT, True),
+])
+def test_an_interrupted_command_stops_cleanly(synthetic, name, sig, to_group):
+    """As for a release: Ctrl-C (SIGINT to the group) or ``kill`` (SIGTERM to the command) while its cluster works
+    ends it with one line and 128 + the signal, no process, no hidden output, no scratch and no record left."""
+    env, tmp_path = synthetic
+    command, inputs = command_of(name, tmp_path)
+    code, stderr, took, started = _interrupted_run(command, env, tmp_path,
+                                                   lambda: _workers_started(tmp_path / "systmp"), sig, to_group)
+    _check_clean_end(code, stderr, took, started, tmp_path / "out", 128 + sig, command=name, beside=inputs)
+
+
+# ---- Ctrl-C while the cluster starts; workers never take the terminal's Ctrl-C themselves ----
+
+
+STARTING_HOOK = """
+import os, pathlib, time
+import sdc_tasks.cluster as cluster
+
+class SlowStart(cluster.LocalCluster):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        pathlib.Path(os.environ["SDC_TEST_STARTED"]).touch()
+        time.sleep(5)  # still starting: the workers run, the start has not returned
+
+cluster.LocalCluster = SlowStart
+"""
+
+
+@pytest.mark.parametrize("sig, to_group", [(signal.SIGINT, True), (signal.SIGTERM, False)])
+def test_a_signal_while_the_cluster_starts_ends_the_run_right_after(synthetic, sig, to_group):
+    """Ctrl-C (SIGINT to the group; the workers do not take it themselves) or SIGTERM to the command while its
+    workers start is not lost, nor does it break the start: it ends the run as soon as the start returns, the new
+    cluster closed."""
+    env, tmp_path = synthetic
+    hook = tmp_path / "hook"
+    hook.mkdir()
+    (hook / "sitecustomize.py").write_text(STARTING_HOOK)
+    marker = tmp_path / "hook" / "started"
+    env = {**env, "SDC_TEST_STARTED": str(marker), "PYTHONPATH": f"{hook}{os.pathsep}{env['PYTHONPATH']}"}
+    command, inputs = command_of("evaluate", tmp_path)
+    code, stderr, took, started = _interrupted_run(command, env, tmp_path, marker.exists, sig, to_group, settle=0.5)
+    _check_clean_end(code, stderr, took, started, tmp_path / "out", 128 + sig, command="evaluate",
+                     beside=(*inputs, "hook"))
+
+
+def test_workers_of_a_local_cluster_do_not_take_the_terminals_ctrl_c():
+    """A SIGINT to a worker process (as the terminal sends one to the whole foreground group) leaves it working;
+    the starting process's handler and signal mask are as before the start."""
+    from sdc_tasks.cluster import dask_client
+
+    handler = signal.getsignal(signal.SIGINT)
+    with dask_client(workers=2) as client:
+        pids = sorted(client.run(os.getpid).values())
+        for pid in pids:
+            os.kill(pid, signal.SIGINT)
+        assert sorted(client.run(os.getpid).values()) == pids
+        assert client.submit(sum, [1, 2, 3]).result() == 6
+        assert signal.getsignal(signal.SIGINT) is handler
+        assert signal.SIGINT not in signal.pthread_sigmask(signal.SIG_BLOCK, set())
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_during_the_deferred_block_is_raised_when_it_ends(sig):
+    caught = []
+
+    def handler(signum, frame):
+        caught.append(signum)
+        raise KeyboardInterrupt
+
+    previous = signal.signal(sig, handler)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            with O.interruption_deferred():
+                os.kill(os.getpid(), sig)
+                time.sleep(0.2)
+                assert caught == []
+        assert caught == [sig] and signal.getsignal(sig) is handler
+    finally:
+        signal.signal(sig, previous)

@@ -70,10 +70,11 @@ def test_catalogue_has_every_method_in_registry_order():
 def test_catalogue_parameters_hand_checked():
     by_name = {m.name: m for m in method_catalogue()}
     assert by_name["mdav"].params == [
-        ParamInfo("k", "int", None, True, "minimum group size", ">= 2"),
+        ParamInfo("k", "int", None, True, "minimum group size", ">= 2, <= 10000"),
         ParamInfo("group_size", "int | None", None, False, "attributes microaggregated together (None: all)",
-                  ">= 1"),
-        ParamInfo("block_size", "int", 12_000, False, "records per data-driven block", ">= 2, >= 2k"),
+                  ">= 1, <= 1000000"),
+        ParamInfo("block_size", "int", 12_000, False, "records per data-driven block",
+                  ">= 2, <= 10000000, >= 2k"),
     ]
     assert [(p.name, p.bounds) for p in by_name["rankswap"].params] == [("p", "> 0, <= 100"), ("partner", "")]
     assert [(p.name, p.bounds) for p in by_name["pram"].params] == [("theta", "> 0, < 1")]

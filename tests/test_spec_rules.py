@@ -1,12 +1,15 @@
-"""A spec means one thing: a key given twice, a parameter that is infinite, NaN or beyond 64 bits, and a stratum
-too small for a method are refused with the key, field or stratum named (issue #29, item 4), by the spec and
-grid loaders, the registry's ``validate_params`` (``sdc mask --param``, the Python API, specs, grids) and the
-input checks, the same rule for every method of the registry."""
+"""A spec means one thing: a key given twice, a parameter that is infinite, NaN or outside the range its field
+declares, and a stratum too small for a method are refused with the key, field or stratum named (issue #29, item
+4), by the spec and grid loaders, the registry's ``validate_params`` (``sdc mask --param``, the Python API, specs,
+grids) and the input checks, the same rule for every method of the registry."""
 
 from __future__ import annotations
 
+import math
+import re
 import time
 from pathlib import Path
+from typing import get_args
 
 import numpy as np
 import pandas as pd
@@ -22,6 +25,7 @@ from sdc_tasks.comparison.run import GridError, load_grid
 from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import tree_checksums
+from sdc_tasks.masking.rankswap import fewest_swapped_records, rank_swap_permutation
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
 from sdc_tasks.pipeline.stages import validate_input
@@ -87,9 +91,12 @@ def test_sdc_compare_with_a_repeated_grid_key_exits_2_and_writes_nothing(tmp_pat
     ("noise", {"p": float("nan")}, "parameter 'p' of noise: Input should be a finite number"),
     ("rankswap", {"p": "inf"}, "parameter 'p' of rankswap: Input should be a finite number"),
     ("postmask", {"p": 0.8, "q": 0.4, "target_e": float("inf")}, "parameter 'target_e' of postmask"),
-    ("mdav", {"k": 2**63}, "parameter 'k' of mdav: a whole number beyond 64 bits"),
-    ("resample", {"t": 10**40}, "parameter 't' of resample: a whole number beyond 64 bits"),
-    ("mdav", {"k": 3, "block_size": 2**64}, "parameter 'block_size' of mdav: a whole number beyond 64 bits"),
+    ("mdav", {"k": 2**63}, f"parameter 'k' of mdav = {2**63} is out of range: allowed >= 2, <= 10000"),
+    ("resample", {"t": 10**40}, f"parameter 't' of resample = {10**40} is out of range: allowed >= 1, <= 10000"),
+    ("mdav", {"k": 3, "block_size": 2**64}, f"parameter 'block_size' of mdav = {2**64} is out of range"),
+    ("noise", {"p": 1e308}, "parameter 'p' of noise = 1e+308 is out of range: allowed > 0, <= 100"),
+    ("mdav", {"k": 10**15}, "parameter 'k' of mdav = 1000000000000000 is out of range: allowed >= 2, <= 10000"),
+    ("rankswap", {"p": 1e300}, "parameter 'p' of rankswap = 1e+300 is out of range: allowed > 0, <= 100"),
 ])
 def test_validate_params_refuses_infinite_nan_and_overflowing_values(method, params, message):
     with pytest.raises(ValueError) as err:
@@ -97,14 +104,80 @@ def test_validate_params_refuses_infinite_nan_and_overflowing_values(method, par
     assert message in str(err.value)
 
 
-def test_the_largest_64_bit_whole_number_is_accepted():
-    assert validate_params("mdav", {"k": 3, "block_size": 2**63 - 1})["block_size"] == 2**63 - 1
+def numeric_ranges() -> list[tuple[str, str, type, dict]]:
+    """(method, parameter, int or float, its declared bounds {"ge"|"gt": low, "le"|"lt": high}) of every numeric
+    parameter of every registered method, read from the parameter models."""
+    found = []
+    for name, method in METHODS.items():
+        for field, info in method.params.model_fields.items():
+            kind = next((t for t in (int, float) if t in (info.annotation, *get_args(info.annotation))), None)
+            if kind is not None:
+                bounds = {attr: getattr(c, attr) for c in info.metadata for attr in ("ge", "gt", "le", "lt")
+                          if getattr(c, attr, None) is not None}
+                found.append((name, field, kind, bounds))
+    return found
+
+
+def just_beyond(kind: type, attr: str, bound) -> int | float:
+    """The value next to ``bound`` on its wrong side: the bound itself for a strict one, else one step past it (a
+    whole number, or the next float)."""
+    if attr in ("gt", "lt"):
+        return bound
+    outward = -1 if attr == "ge" else 1
+    return bound + outward if kind is int else math.nextafter(bound, outward * math.inf)
+
+
+def test_every_numeric_parameter_declares_a_finite_range():
+    ranges = numeric_ranges()
+    assert len(ranges) >= 25 and ("noise", "p", float, {"gt": 0, "le": 100}) in ranges
+    for method, field, _, bounds in ranges:
+        assert len(bounds) == 2 and bounds.keys() & {"ge", "gt"} and bounds.keys() & {"le", "lt"}, (method, field)
+        assert all(math.isfinite(b) and abs(b) < 2**63 for b in bounds.values()), (method, field)
+
+
+def at_bound(method: str, field: str, bound) -> dict:
+    """The method's example parameters with ``field`` at one of its bounds (a block size of 2k beside a k)."""
+    params = {**METHODS[method].example, field: bound}
+    if field == "k" and "block_size" in METHODS[method].params.model_fields:
+        params["block_size"] = 2 * bound
+    return params
+
+
+@pytest.mark.parametrize("method, field, kind, bounds", numeric_ranges(), ids=str)
+def test_a_parameter_just_beyond_its_range_is_refused_naming_it_and_the_range(method, field, kind, bounds):
+    allowed = ", ".join(f"{symbol} {bounds[attr]}" for attr, symbol in (("ge", ">="), ("gt", ">"), ("le", "<="),
+                                                                       ("lt", "<")) if attr in bounds)
+    for attr, bound in bounds.items():
+        value = just_beyond(kind, attr, bound)
+        with pytest.raises(ValueError) as err:
+            validate_params(method, {**METHODS[method].example, field: value})
+        assert str(err.value).startswith(f"parameter '{field}' of {method} = {value} is out of range: allowed "
+                                         f"{allowed}"), str(err.value)
+        if attr == "le" or attr == "ge" and field != "block_size":  # the bound itself is inside (block_size >= 2k)
+            assert validate_params(method, at_bound(method, field, bound))[field] == bound
+
+
+def test_huge_finite_parameters_are_refused_by_the_cli_spec_and_python_api(tmp_path, census, no_cluster):
+    census.iloc[:40].to_csv(tmp_path / "in.csv", index=False)
+    result = CliRunner().invoke(app, ["mask", "--input", str(tmp_path / "in.csv"), "--method", "noise", "--param",
+                                      "p=1e308", "--out", str(tmp_path / "out.csv")])
+    assert result.exit_code == 2
+    assert result.output == "error: parameter 'p' of noise = 1e+308 is out of range: allowed > 0, <= 100\n"
+    spec = yaml.safe_load(DEMO)
+    text = yaml.safe_dump({**spec, "steps": [{"method": "rankswap", "params": {"p": 1e300}}]})
+    with pytest.raises(SpecError, match=r"spec field 'steps.0'.*parameter 'p' of rankswap = 1e\+300 is out of "
+                                        r"range: allowed > 0, <= 100"):
+        load_spec(written(tmp_path, "spec.yaml", text))
+    with pytest.raises(ValueError, match=r"^parameter 'k' of mdav = 1000000000000000 is out of range"):
+        api.mask(census.iloc[:40], "mdav", k=10**15)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["in.csv", "spec.yaml"]
 
 
 @pytest.mark.parametrize("step, field", [
     ("{method: noise, params: {p: .inf}}", "parameter 'p' of noise: Input should be a finite number"),
     ("{method: noise, params: {p: .nan}}", "parameter 'p' of noise: Input should be a finite number"),
-    ("{method: mdav, params: {k: 99999999999999999999999}}", "parameter 'k' of mdav: a whole number beyond"),
+    ("{method: mdav, params: {k: 99999999999999999999999}}", "parameter 'k' of mdav = 99999999999999999999999 is "
+     "out of range"),
 ])
 def test_a_spec_step_with_infinite_nan_or_huge_parameters_is_refused(tmp_path, step, field):
     spec = yaml.safe_load(DEMO)
@@ -137,15 +210,16 @@ def test_the_python_api_refuses_an_infinite_parameter_before_reading(census, tmp
 # ---- a stratum too small: the same rule for every method of the registry ----
 
 
-def one_record_stratum(census) -> pd.DataFrame:
-    df = census.iloc[:40].reset_index(drop=True).copy()
-    df["region"] = ["north"] * 39 + ["south"]
-    df["grade"] = [f"g{i % 4}" for i in range(40)]
+def with_small_stratum(census, small: int) -> pd.DataFrame:
+    """50 Census records: 'north' holds all but the last ``small``, which are 'south'; a text column 'grade'."""
+    df = census.iloc[:50].reset_index(drop=True).copy()
+    df["region"] = ["north"] * (50 - small) + ["south"] * small
+    df["grade"] = [f"g{i % 4}" for i in range(50)]
     return df
 
 
-def call_for(name: str) -> dict:
-    """Arguments of api.mask that let the registry method ``name`` run on ``one_record_stratum``."""
+def call_for(name: str, df: pd.DataFrame) -> dict:
+    """Arguments of api.mask that let the registry method ``name`` run on ``df`` (``with_small_stratum``)."""
     method = METHODS[name]
     args = {"vars": ["AGI", "FICA"], **method.example}
     if method.kind == "categorical":
@@ -153,22 +227,73 @@ def call_for(name: str) -> dict:
     if method.ordinal:
         args["ordinal"] = {"grade": ["g0", "g1", "g2", "g3"]}
     if method.after_masking:
-        args["original"] = "ORIGINAL"
+        args["original"] = df
     return args
 
 
+def fewest(name: str) -> int:
+    """The fewest records a stratum may hold for the method's example parameters, computed apart from the code
+    under test: k for a method with a group size; for rank swapping the least n with floor(n p / 100) >= 1 (the
+    survey: ranks of swapped values differ by at most p percent of the records), found by counting up; else 2."""
+    params = METHODS[name].example
+    if "k" in params:
+        return params["k"]
+    if name == "rankswap":
+        return next(n for n in range(2, 10_000) if math.floor(n * params["p"] / 100) >= 1)
+    return 2
+
+
 @pytest.mark.parametrize("name", sorted(METHODS))
-def test_every_method_refuses_a_one_record_stratum(census, sync_dask, name):
-    """What MDAV refuses (a stratum under k), no method publishes: a stratum of one record has no group, no
-    partner to swap with, no spread and no frequency to recode, so it would come out as it went in."""
-    df = one_record_stratum(census)
-    args = call_for(name)
-    if args.get("original") == "ORIGINAL":
-        args["original"] = df
+def test_every_method_refuses_a_stratum_too_small_the_same_way(census, sync_dask, name):
+    """What MDAV refuses (a stratum under k), no method publishes: a stratum it could not change (no group, no
+    partner within p percent of its ranks, no spread, no frequency to recode) is refused before any masking, in
+    the same words for every method, naming the strata variable, the row holding the stratum and its size, never
+    its label (a value of the data)."""
+    least = fewest(name)
+    df = with_small_stratum(census, least - 1)
     with pytest.raises(InputError) as err:
-        api.mask(df, name, strata="region", **args)
-    message = str(err.value)
-    assert "stratum 'south' of 'region' has 1 record" in message and name in message
+        api.mask(df, name, strata="region", **call_for(name, df))
+    first = 50 - (least - 1)
+    size = f"{least - 1} record{'s' if least - 1 > 1 else ''}"
+    assert re.fullmatch(rf"(parameter '[kp]' of {name} = \S+|{name}) needs at least {least} records per stratum "
+                        rf"but the stratum of 'region' holding row {first} has {size} \(1 of the 2 strata have "
+                        rf"fewer than {least}\)", str(err.value)), str(err.value)
+    assert "south" not in str(err.value) and "north" not in str(err.value)
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(METHODS) if METHODS[n].kind == "continuous"])
+def test_a_stratum_of_exactly_the_fewest_records_is_masked(census, sync_dask, name):
+    least = fewest(name)
+    df = with_small_stratum(census, least)
+    out = api.mask(df, name, strata="region", **call_for(name, df))
+    south = df.index[df["region"] == "south"]
+    assert not out.loc[south, ["AGI", "FICA"]].equals(df.loc[south, ["AGI", "FICA"]])
+
+
+@pytest.mark.parametrize("p", [0.5, 1, 7, 10, 15, 33.3, 50, 100])
+def test_rank_swapping_moves_nothing_in_a_scope_under_its_fewest_records(p):
+    """The kernel's own behaviour behind the rule: under ``fewest_swapped_records(p)`` records every value stays
+    in place (the scope would be published unchanged), at it values move."""
+    least = fewest_swapped_records(p)
+    rng = np.random.default_rng(0)
+    assert math.floor(least * p / 100) >= 1 and (least == 2 or math.floor((least - 1) * p / 100) == 0)
+    for _ in range(20):
+        assert (rank_swap_permutation(least - 1, p, rng.random(least - 1)) == np.arange(least - 1)).all()
+    assert any((rank_swap_permutation(least, p, rng.random(least)) != np.arange(least)).any() for _ in range(20))
+
+
+def test_a_release_step_refuses_a_stratum_too_small_for_rank_swapping(tmp_path, census, sync_dask):
+    """A release: five records in a stratum, rank swapping with p = 10 (which would swap none of them)."""
+    df = with_small_stratum(census, 5)
+    df.to_csv(tmp_path / "in.csv", index=False)
+    spec = yaml.safe_load(DEMO)
+    spec.update(input={"path": str(tmp_path / "in.csv")}, create_id=False, output={"dir": str(tmp_path / "out")},
+                steps=[{"method": "rankswap", "params": {"p": 10}}])
+    spec["variables"].update(strata="region", pass_through=["grade"])
+    with pytest.raises(InputError) as err:
+        validate_input(parse_spec(spec, tmp_path), tmp_path / "checkpoint")
+    assert str(err.value) == ("steps.0.params.p = 10 needs at least 10 records per stratum but the stratum of "
+                              "'region' holding row 45 has 5 records (1 of the 2 strata have fewer than 10)")
 
 
 # ---- files as a data engineer expects (issue #29, item 5) ----

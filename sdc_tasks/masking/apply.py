@@ -190,9 +190,10 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     key_parts = [dask.delayed(_key_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
     frame = dd.from_delayed(key_parts, meta=_key_frame(ddf._meta, 0, *args), verify_meta=False)
     sizes = np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
-    too_small = [str(labels[i]) for i, n in enumerate(sizes) if n < max(k, unit)]
+    too_small = [int(n) for n in sizes if n < max(k, unit)]
     if too_small:
-        raise ValueError(f"k = {k} but stratum {too_small[0]!r} has fewer than k records")
+        scope = f"the stratum of {ctx.strata!r}" if ctx.strata else "the file"
+        raise ValueError(f"k = {k} needs at least {k} records per block but {scope} has {too_small[0]}")
     scores = [f"{B.PROJ_COL}{a}" for a in range(axes.shape[1])]
     keys = scores or [ctx.id_column]
     pinned = []

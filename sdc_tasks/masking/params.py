@@ -8,39 +8,50 @@ from pydantic import BaseModel, ConfigDict, Field
 
 
 class Params(BaseModel):
-    """Parameters of a masking method: unknown names, infinite and NaN numbers refused."""
+    """Parameters of a masking method: unknown names, infinite and NaN numbers refused, and every number within the
+    range its field declares (each numeric field has a lower and an upper bound: the one rule table that specs,
+    grids, ``sdc mask --param`` and the Python API all go through, ``registry.validate_params``)."""
 
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
 
 DEFAULT_BLOCK_SIZE = 12_000
+LARGEST_K = 10_000
+"""The largest group size (k) of any method: k-anonymity and microaggregation use k of 2 to a few tens."""
+LARGEST_BLOCK = 10_000_000
+"""The most records per block of a blocked method (a block is held and worked on in one worker's memory)."""
+LARGEST_COUNT = 1_000_000
+"""The largest count of categories or attributes a parameter may name."""
 
 
 class MdavParams(Params):
     """MDAV microaggregation (statistical_databases_survey.txt, Microaggregation) and MD, its predecessor (the
     chapter's Mic2mul..Micmul, sdc_tasks.masking.md)."""
 
-    k: int = Field(ge=2, description="minimum group size")
-    group_size: int | None = Field(default=None, ge=1, description="attributes microaggregated together (None: all)")
-    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block")
+    k: int = Field(ge=2, le=LARGEST_K, description="minimum group size")
+    group_size: int | None = Field(default=None, ge=1, le=LARGEST_COUNT,
+                                   description="attributes microaggregated together (None: all)")
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, le=LARGEST_BLOCK,
+                            description="records per data-driven block")
 
 
 class MdavVariableParams(MdavParams):
     """Variable group size microaggregation, groups of k..2k-1 (V-MDAV)."""
 
-    gamma: float = Field(default=0.2, ge=0, description="group extension threshold")
+    gamma: float = Field(default=0.2, ge=0, le=10, description="group extension threshold")
 
 
 class UnivariateParams(Params):
     """Univariate microaggregation of each variable: MicIR (chapter sec. 2) or optimal (Hansen-Mukherjee)."""
 
-    k: int = Field(ge=2, description="minimum group size")
+    k: int = Field(ge=2, le=LARGEST_K, description="minimum group size")
 
 
 class ProjectedParams(UnivariateParams):
     """Microaggregation on a projection: MicZ (z-scores) or MicPCP (first principal component)."""
 
-    block_size: int = Field(default=100_000, ge=2, description="records per block; blocks hold whole groups")
+    block_size: int = Field(default=100_000, ge=2, le=LARGEST_BLOCK,
+                            description="records per block; blocks hold whole groups")
 
 
 class RankSwapParams(Params):
@@ -55,7 +66,7 @@ class RankSwapParams(Params):
 class NoiseParams(Params):
     """Additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method."""
 
-    p: float = Field(gt=0, description="noise sd as a fraction of each variable's sd")
+    p: float = Field(gt=0, le=100, description="noise sd as a fraction of each variable's sd")
     correlated: bool = Field(default=False, description="noise N(0, p^2 Sigma), Sigma the covariance matrix")
     linear_transform: bool = Field(default=False, description="Kim's linear transformation restoring means and "
                                    "covariances")
@@ -64,7 +75,7 @@ class NoiseParams(Params):
 class ResampleParams(Params):
     """Resampling with t samples (chapter sec. 2)."""
 
-    t: int = Field(ge=1, description="number of samples averaged")
+    t: int = Field(ge=1, le=10_000, description="number of samples averaged")
 
 
 class NoParams(Params):
@@ -80,12 +91,13 @@ class JpegParams(Params):
 class SyntheticPostMaskParams(Params):
     """Post-masking optimization from a random start, q = 1 (post_masking_optimization.txt sec. 5)."""
 
-    p: float = Field(gt=0, description="target IL1 as a multiple of the starting IL1 (expr. (8))")
-    target_e: float = Field(ge=0, description="stop once the moment error E (expr. (7)) is below this")
-    max_iter: int = Field(default=1_000_000, ge=0, description="most perturbations tried per block")
-    perturbation_sd: float = Field(default=0.1, gt=0, description="sd of one perturbation, in original sds")
-    order: int = Field(default=2, ge=1, description="moments restored up to this order m (sec. 5)")
-    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, description="records per data-driven block")
+    p: float = Field(gt=0, le=100, description="target IL1 as a multiple of the starting IL1 (expr. (8))")
+    target_e: float = Field(ge=0, le=1e6, description="stop once the moment error E (expr. (7)) is below this")
+    max_iter: int = Field(default=1_000_000, ge=0, le=10**12, description="most perturbations tried per block")
+    perturbation_sd: float = Field(default=0.1, gt=0, le=10, description="sd of one perturbation, in original sds")
+    order: int = Field(default=2, ge=1, le=10, description="moments restored up to this order m (sec. 5)")
+    block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, le=LARGEST_BLOCK,
+                            description="records per data-driven block")
 
 
 class PostMaskParams(SyntheticPostMaskParams):
@@ -100,13 +112,13 @@ class CodingParams(Params):
     """Top or bottom coding: the last (first) p categories of an ordinal variable recoded into one
     (sdc_methods_comparison_chapter.txt sec. 2, Top-coding, Bottom-coding)."""
 
-    p: int = Field(ge=1, description="number of categories recoded into one")
+    p: int = Field(ge=1, le=LARGEST_COUNT, description="number of categories recoded into one")
 
 
 class GlobalRecodingParams(Params):
     """Global recoding of the p lowest-frequency categories into one (chapter sec. 2, Global recoding)."""
 
-    p: int = Field(ge=1, description="number of lowest-frequency categories recoded into one")
+    p: int = Field(ge=1, le=LARGEST_COUNT, description="number of lowest-frequency categories recoded into one")
 
 
 class PramParams(Params):
@@ -119,4 +131,4 @@ class LocalSuppressionParams(Params):
     """Local suppression to k-anonymity on the key variables (statistical_databases_survey.txt, Local
     suppression; k-anonymity)."""
 
-    k: int = Field(ge=2, description="every combination of the key variables must occur at least k times")
+    k: int = Field(ge=2, le=LARGEST_K, description="every combination of the key variables must occur at least k times")

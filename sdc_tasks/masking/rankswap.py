@@ -40,6 +40,13 @@ def max_rank_distance(n: int, p: float) -> int:
     return math.floor(n * _check_percent(p) / 100)
 
 
+def fewest_swapped_records(p: float) -> int:
+    """The fewest records n (at least 2) whose P = floor(n p / 100) (``max_rank_distance``) is at least 1: with
+    fewer, no value moves and the scope would be published as it is."""
+    n = max(2, math.ceil(100 / _check_percent(p)))
+    return n if max_rank_distance(n, p) >= 1 else n + 1
+
+
 @numba.njit(cache=True)
 def _find(parent, x):
     """Root of x in a union-find forest whose roots are the unswapped ranks (path halving)."""

@@ -255,25 +255,29 @@ def is_categorical(method: str) -> bool:
     return METHODS[method].kind == "categorical"
 
 
-LARGEST_INT = 2**63 - 1  # a whole-number parameter beyond int64 would overflow the kernels' arrays
+RANGE_ERRORS = {"greater_than", "greater_than_equal", "less_than", "less_than_equal"}
+
+
+def _param_error(method: str, error: dict) -> str:
+    """One pydantic error of a method's parameters as our message: the parameter named and, for a value out of
+    range, the allowed range its field declares (``_bounds``)."""
+    name = ".".join(str(x) for x in error["loc"])
+    if error["type"] in RANGE_ERRORS:
+        allowed = _bounds(METHODS[method].params, name)
+        return f"parameter '{name}' of {method} = {error['input']} is out of range: allowed {allowed}"
+    return f"parameter '{name}' of {method}: {error['msg']}"
 
 
 def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
     """Return the method's parameters with defaults filled in; raise ValueError naming the bad parameter (unknown,
-    of the wrong type, out of bounds, infinite or NaN, or a whole number beyond 64 bits)."""
+    of the wrong type, infinite or NaN, or outside the range its field declares, the range stated)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
     try:
         model = METHODS[method].params.model_validate(params)
     except ValidationError as exc:
-        bad = "; ".join(
-            f"parameter '{'.'.join(str(x) for x in e['loc'])}' of {method}: {e['msg']}" for e in exc.errors()
-        )
-        raise ValueError(bad) from None
+        raise ValueError("; ".join(_param_error(method, e) for e in exc.errors())) from None
     values = model.model_dump()
-    for name, value in values.items():
-        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > LARGEST_INT:
-            raise ValueError(f"parameter '{name}' of {method}: a whole number beyond 64 bits (at most {LARGEST_INT})")
     if _blocks_of_groups(values) and values["block_size"] < 2 * values["k"]:
         raise ValueError(f"parameter 'block_size' of {method} must be at least 2k = {2 * values['k']}")
     return values

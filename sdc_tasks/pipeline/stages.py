@@ -67,7 +67,7 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     what = f"input {spec.input_path}"
     source = read_input(spec.input_path, spec.input.format)
     check_roles(source.columns, spec, what)
-    group_sizes = [fewest_records(step.params, f"steps.{i}.params.k", f"steps.{i} ({step.method})")
+    group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
