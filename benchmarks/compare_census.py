@@ -5,9 +5,12 @@ Prints the timings (wall clock, per family), the chapter's findings checked on o
 table of our values beside the published ones (the source of docs/comparison.md):
 
     .venv/bin/python benchmarks/compare_census.py [--workers 2] [--out DIR] [--parallel auto] [--risk published]
+                                                  [--seeds 5]
 
 ``--risk published`` ranks on DLDpub and PLDpub, linkage as the published Table 1 was computed
-(docs/reproduction.md), in place of docs/metrics.md's DLD and PLD.
+(docs/reproduction.md), in place of docs/metrics.md's DLD and PLD. ``--seeds N`` runs the random families
+(Noise, Distr, Resamp, Rank) again with N - 1 more seeds and prints each row's ID and score as mean and sd over
+the N draws, the best rank swapping row of each draw and the rows' ID difference from the published column.
 """
 
 from __future__ import annotations
@@ -22,6 +25,7 @@ import pandas as pd
 
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.comparison.outputs import comparison
+from sdc_tasks.comparison.run import load_grid
 from sdc_tasks.generate import bundled_path
 
 CENSUS_KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
@@ -89,6 +93,33 @@ def agreement(ours: pd.DataFrame, published: pd.DataFrame) -> list[str]:
             for m in ("IL", "DLD", "PLD", "ID", "Score")]
 
 
+RANDOM_FAMILIES = ("Noise", "Distr", "Resamp", "Rank")
+
+
+def seed_spread(first: pd.DataFrame, seeds: int, keys: list[str], risk: str, published: pd.DataFrame) -> list[str]:
+    """The random families' ID and score over ``seeds`` draws (the first is ``first``): per row mean and sd, the
+    published ID beside them, and each draw's best rank swapping row."""
+    grid = load_grid(None)
+    grid = grid.model_copy(update={"families": [f for f in grid.families if f.label in RANDOM_FAMILIES]})
+    draws = [first[first["Method"].map(family_of).isin(RANDOM_FAMILIES)]]
+    for extra in range(1, seeds):
+        draws.append(comparison(bundled_path("census.csv"), None, grid.model_copy(update={"seed": grid.seed + extra}),
+                                key_vars=keys, risk_setup=risk).table)
+    both = pd.concat(draws).groupby("Method", sort=False)[["ID", "Score"]].agg(["mean", "std"])
+    both.columns = [f"{m} {stat}" for m, stat in both.columns]
+    both = both.join(published.set_index("Method")[["ID", "Score"]].add_suffix(" (pub.)"))
+    best = [d[d["Method"].map(family_of) == "Rank"].sort_values("Score").iloc[0]["Method"] for d in draws]
+    lines = [f"- random families over {seeds} seeds: best rank swapping row per draw " + ", ".join(best),
+             "| Method | ID mean | ID sd | ID (pub.) | Score mean | Score sd | Score (pub.) |", "|---|---|---|---|---|---|---|"]
+    for label, r in both.iterrows():
+        lines.append(f"| {label} | {r['ID mean']:.2f} | {r['ID std']:.2f} | {r['ID (pub.)']:.2f} | "
+                     f"{r['Score mean']:.2f} | {r['Score std']:.2f} | {r['Score (pub.)']:.2f} |")
+    diff = (both["ID mean"] - both["ID (pub.)"]).dropna()
+    lines.append(f"- mean of the seeds' ID against the published: mean difference {diff.mean():.2f}, mean absolute "
+                 f"{diff.abs().mean():.2f}, largest {diff.abs().max():.2f} ({diff.abs().idxmax()})")
+    return lines
+
+
 def main() -> None:
     """Run the grid, print timings, findings, correlations and the side-by-side table."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -97,21 +128,24 @@ def main() -> None:
     ap.add_argument("--parallel", default="auto")
     ap.add_argument("--chapter", type=Path, default=CHAPTER)
     ap.add_argument("--risk", default="metrics", help="metrics (DLD, PLD) or published (DLDpub, PLDpub)")
+    ap.add_argument("--seeds", type=int, default=1, help="draws of the random families (default 1: the grid's seed)")
     args = ap.parse_args()
+    published = published_table_1(args.chapter)
     with tempfile.TemporaryDirectory() as scratch, dask_client(None, args.workers):
         out = args.out or Path(scratch) / "comparison"
         keys = FILE_ORDER_KEYS if args.risk == "published" else CENSUS_KEYS
         c = comparison(bundled_path("census.csv"), out, None, key_vars=keys, parallel=args.parallel,
                        overwrite=True, risk_setup=args.risk)
+        spread = seed_spread(c.table, args.seeds, keys, args.risk, published) if args.seeds > 1 else []
     t = c.table
     cpu = sum(r.seconds["cpu"] for r in c.results)
     print(f"{len(t)} configurations, risk {c.risk_setup}, mode {c.mode}, {args.workers} workers: "
           f"wall {c.seconds:.1f} s, sum of configuration seconds {t['Seconds'].sum():.1f} s (wall), {cpu:.1f} s "
           f"(CPU of the processes that ran them), load average {os.getloadavg()[0]:.1f}")
     print(t.groupby("Family", sort=False)["Seconds"].agg(["count", "mean", "max"]).round(2).to_string())
-    published = published_table_1(args.chapter)
     print("\n".join(findings(t, published)))
     print("\n".join(agreement(t, published)))
+    print("\n".join(spread))
     print(side_by_side(t, published))
 
 

@@ -74,7 +74,7 @@ def test_default_grid_is_chapter_6s():
     labels = [c.label for c in configs]
     assert len(labels) == len(set(labels)) == 11 + 1 + 2 + 7 * 8 + 20 + 20
     by_label = {c.label: c for c in configs}
-    assert by_label["Rank15"].method == "rankswap" and by_label["Rank15"].params == {"p": 15.0}
+    assert by_label["Rank15"].method == "rankswap" and by_label["Rank15"].params == {"p": 15.0, "partner": "uniform"}
     assert by_label["Mic3mul07"].params == {"k": 7, "group_size": 3, "block_size": 12000}
     assert {by_label[f"{f}05"].method for f in ("Mic2mul", "Mic3mul", "Mic4mul", "Micmul")} == {"md"}
     assert by_label["Micmul10"].params["group_size"] is None
@@ -292,7 +292,8 @@ def test_failing_configuration_is_named_and_leaves_no_output(tmp_path, monkeypat
         raise ValueError("kernel failed")
 
     monkeypatch.setattr(C, "apply_step", failing)
-    with pytest.raises(ValueError, match=r"configuration Rank15 \(rankswap \{'p': 15.0\}\): ValueError \(details "
+    with pytest.raises(ValueError, match=r"configuration Rank15 \(rankswap \{'p': 15.0, 'partner': 'uniform'\}\): "
+                                         r"ValueError \(details "
                                          "withheld"):  # an error not raised by our code may quote a value
         O.comparison(bundled_path("census.csv"), tmp_path / "out", C.parse_grid(SMALL_GRID), key_vars=CENSUS_KEYS)
     assert list(tmp_path.iterdir()) == []

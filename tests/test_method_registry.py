@@ -76,7 +76,7 @@ def test_catalogue_parameters_hand_checked():
         ParamInfo("block_size", "int", 12_000, False, "records per data-driven block",
                   ">= 2, <= 10000000, >= 2k"),
     ]
-    assert [(p.name, p.bounds) for p in by_name["rankswap"].params] == [("p", "> 0, <= 100")]
+    assert [(p.name, p.bounds) for p in by_name["rankswap"].params] == [("p", "> 0, <= 100"), ("partner", "")]
     assert [(p.name, p.bounds) for p in by_name["pram"].params] == [("theta", "> 0, < 1")]
     correspondence = {p.name: p for p in by_name["postmask"].params}["correspondence"]
     assert (correspondence.type, correspondence.default, correspondence.required) == ("'nearest' | 'id'",

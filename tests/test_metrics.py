@@ -102,21 +102,21 @@ def brute_dld(x: np.ndarray, xm: np.ndarray, own: np.ndarray) -> tuple[float, fl
 def brute_id(x: np.ndarray, xm: np.ndarray) -> tuple[list[float], float]:
     """ID_1..ID_10 and SDID (percent) over all columns, by loops, straight from docs/metrics.md.
 
-    Rank position of x' in the sorted original column = number of original values strictly below x'
-    (searchsorted-left), clipped to n-1; with P = floor(p n / 100) the interval runs from sorted[max(0, r-P)]
-    to sorted[min(n-1, r+P)]. SDID: |x - x'| <= 0.05 S_j, S_j the original population sd.
+    The interval is taken in the sorted masked column: R = (number of masked values <= x') - 1, the last
+    occurrence of x'; with W = ceil(p n / 100) it runs from sorted[max(0, R - W)] to sorted[min(n - 1, R + W - 1)].
+    SDID: |x - x'| <= 0.05 S_j, S_j the original population sd.
     """
     n, p = x.shape
     hits = np.zeros(10)
     sdid = 0
     for j in range(p):
-        s = sorted(x[:, j].tolist())
+        s = sorted(xm[:, j].tolist())
         sd = float(np.sqrt(np.mean((x[:, j] - x[:, j].mean()) ** 2)))
         for i in range(n):
-            r = min(sum(1 for v in s if v < xm[i, j]), n - 1)
+            r = sum(1 for v in s if v <= xm[i, j]) - 1
             for q, pct in enumerate(range(1, 11)):
-                half = pct * n // 100
-                if s[max(0, r - half)] <= x[i, j] <= s[min(n - 1, r + half)]:
+                w = math.ceil(pct * n / 100)
+                if s[max(0, r - w)] <= x[i, j] <= s[min(n - 1, r + w - 1)]:
                     hits[q] += 1
             sdid += abs(x[i, j] - xm[i, j]) <= 0.05 * sd
     return list(100.0 * hits / (n * p)), 100.0 * sdid / (n * p)
@@ -467,24 +467,25 @@ def test_dld_matches_brute_force(integer, parts):
 # ----------------------------------------------------------------------------------------------------------
 
 def test_interval_hits_hand_case():
-    # sorted original column s = 10, 20, ..., 200 (n = 20, s[k] = 10 (k + 1)).
-    # p = 5 -> P = floor(5 * 20 / 100) = 1; p = 10 -> P = 2. r = #{s < x'} clipped to 19.
-    #  x    x'    r   P=1 interval         in?   P=2 interval          in?
-    #  50   50    4   [s3, s5] = [40, 60]   yes   [s2, s6] = [30, 70]    yes
-    #  50   65    6   [s5, s7] = [60, 80]   no    [s4, s8] = [50, 90]    yes
-    #  10   -5    0   [s0, s1] = [10, 20]   yes   [s0, s2] = [10, 30]    yes
-    # 200 1000   19   [s18,s19]=[190,200]   yes   [s17,s19]=[180,200]    yes
-    # 180 1000   19   [190, 200]            no    [180, 200]             yes
-    # 100  120   11   [s10,s12]=[110,130]   no    [s9, s13]=[100,140]    yes
-    #  50   71    7   [s6, s8] = [70, 90]   no    [s5, s9] = [60, 100]   no
-    # hits: p=5 -> 3, p=10 -> 6
-    s = np.arange(10.0, 201.0, 10.0)
-    x = np.array([50, 50, 10, 200, 180, 100, 50], dtype=float)
-    xm = np.array([50, 65, -5, 1000, 1000, 120, 71], dtype=float)
-    np.testing.assert_array_equal(interval_hits(s, x, xm, percents=(5, 10)), [3, 6])
-    # p = 1..4 -> P = 0: interval [s[r], s[r]], only x == s[r]: rows (50, 50) s4 = 50, (10, -5) s0 = 10 and
-    # (200, 1000) s19 = 200 -> 3
-    np.testing.assert_array_equal(interval_hits(s, x, xm, percents=(1, 4)), [3, 3])
+    # sorted masked column s = 10, 20, 20, 30, ..., 90 (n = 10, a tie at 20); W = ceil(p n / 100): p = 1, 10 -> 1,
+    # p = 11, 15 -> 2. R = (masked values <= x') - 1, the last occurrence; interval [s[R - W], s[R + W - 1]].
+    #  x    x'   R   W=1 interval          in?   W=2 interval           in?
+    #  10   10   0   [s0, s0] = [10, 10]    yes   [s0, s1] = [10, 20]    yes
+    #  15   20   2   [s1, s2] = [20, 20]    no    [s0, s3] = [10, 30]    yes
+    #  20   20   2   [20, 20]               yes   [10, 30]               yes
+    #  25   30   3   [s2, s3] = [20, 30]    yes   [s1, s4] = [20, 40]    yes
+    #  45   40   4   [s3, s4] = [30, 40]    no    [s2, s5] = [20, 50]    yes
+    #  35   50   5   [s4, s5] = [40, 50]    no    [s3, s6] = [30, 60]    yes
+    #  80   60   6   [s5, s6] = [50, 60]    no    [s4, s7] = [40, 70]    no
+    #  62   70   7   [s6, s7] = [60, 70]    yes   [s5, s8] = [50, 80]    yes
+    #  95   80   8   [s7, s8] = [70, 80]    no    [s6, s9] = [60, 90]    no
+    # 100   90   9   [s8, s9] = [80, 90]    no    [s7, s9] = [70, 90]    no
+    # hits: W = 1 -> 4, W = 2 -> 7 (a floor(p n / 100) would give W = 0 for p = 1 and W = 1 for p = 11, 15)
+    xm = np.array([10, 20, 20, 30, 40, 50, 60, 70, 80, 90], dtype=float)
+    x = np.array([10, 15, 20, 25, 45, 35, 80, 62, 95, 100], dtype=float)
+    np.testing.assert_array_equal(interval_hits(np.sort(xm), x, xm, percents=(1, 10, 11, 15)), [4, 4, 7, 7])
+    shuffled = np.random.default_rng(3).permutation(10)  # the records' order does not matter
+    np.testing.assert_array_equal(interval_hits(np.sort(xm), x[shuffled], xm[shuffled], percents=(1, 15)), [4, 7])
 
 
 def test_sdid_hits_hand_case():
@@ -495,10 +496,13 @@ def test_sdid_hits_hand_case():
     assert sdid_hits(x, xm, 40.0, k=0.1) == 5  # kS = 4
 
 
-@pytest.mark.parametrize("integer", [False, True])
+@pytest.mark.parametrize("integer", [False, True, "groups"])
 @pytest.mark.parametrize("parts", [1, 3])
 def test_interval_disclosure_matches_brute_force(integer, parts):
-    x, xm = random_files(31 + integer, n=120, integer=integer)
+    x, xm = random_files(31 + (integer is True), n=120, integer=integer is True)
+    if integer == "groups":  # microaggregated-like: masked values repeated in runs of 3 that cross window edges
+        xm = np.repeat(np.sort(xm, axis=0)[::3], 3, axis=0)[np.argsort(np.argsort(xm, axis=0), axis=0),
+                                                            np.arange(3)]
     cols = ["v1", "v2", "v3"]
     masked = frame(xm, cols).iloc[::-1].reset_index(drop=True)  # reversed row order
     out = run_evaluate(frame(x, cols), masked, cols, [], parts, families=("id",))

@@ -1,4 +1,5 @@
-"""Rank swapping block kernels: hand-worked permutations, a plain reference of the mu-Argus walk, properties.
+"""Rank swapping block kernels: hand-worked permutations, plain references of both partner draws (uniform among
+the free ranks in range, the mu-Argus walk), properties.
 
 Reference: statistical_databases_survey.txt, Data swapping and rank swapping;
 sdc_methods_comparison_chapter.txt sec. 2 (Rank swapping, Moore 1996).
@@ -16,8 +17,24 @@ from hypothesis import strategies as st
 from sdc_tasks.masking.rankswap import max_rank_distance, rank_swap_column, rank_swap_permutation
 
 
+def reference_uniform(n: int, p: float, uniforms: np.ndarray) -> list[int]:
+    """Uniform partners exactly as specified: the (floor(F u_i) + 1)-th of the F free ranks among i+1..i+P."""
+    max_dist = math.floor(n * p / 100)
+    perm = list(range(n))
+    swapped = [False] * n
+    for i in range(n):
+        if swapped[i] or max_dist == 0:
+            continue
+        free = [j for j in range(i + 1, min(n - 1, i + max_dist) + 1) if not swapped[j]]
+        if free:
+            partner = free[math.floor(len(free) * uniforms[i])]
+            perm[i], perm[partner] = partner, i
+            swapped[i] = swapped[partner] = True
+    return perm
+
+
 def reference_permutation(n: int, p: float, uniforms: np.ndarray) -> list[int]:
-    """The rank-swap walk exactly as specified, with linear left/right walks over a swapped flag list."""
+    """The mu-Argus walk exactly as specified, with linear left/right walks over a swapped flag list."""
     max_dist = math.floor(n * p / 100)
     perm = list(range(n))
     if max_dist == 0:
@@ -45,6 +62,31 @@ def reference_permutation(n: int, p: float, uniforms: np.ndarray) -> list[int]:
     return perm
 
 
+def test_hand_computed_uniform_permutation_n10_p30():
+    # n = 10, p = 30 -> P = 3; i takes the (floor(F u_i) + 1)-th of the F free ranks among i+1..i+3.
+    # i=0: u=0.5  free {1,2,3}, F=3, floor(1.5)=1  -> 2nd: 2          -> swap 0<->2
+    # i=1: u=0.0  free {3,4} (2 taken), F=2, 0     -> 1st: 3          -> swap 1<->3
+    # i=4: u=0.99 free {5,6,7}, F=3, floor(2.97)=2 -> 3rd: 7          -> swap 4<->7
+    # i=5: u=0.5  free {6,8} (7 taken), F=2, 1     -> 2nd: 8          -> swap 5<->8
+    # i=6: u=0.1  free {9} (7, 8 taken), F=1       -> 9               -> swap 6<->9
+    u = np.array([0.5, 0.0, 0.25, 0.75, 0.99, 0.5, 0.1, 0.2, 0.9, 0.3])
+    np.testing.assert_array_equal(rank_swap_permutation(10, 30, u), [2, 3, 0, 1, 7, 8, 9, 4, 5, 6])
+    assert rank_swap_permutation(10, 30, u).tolist() == reference_uniform(10, 30, u)
+
+
+def test_unknown_partner_rule_refused():
+    with pytest.raises(ValueError, match="partner"):
+        rank_swap_permutation(10, 30, np.zeros(10), "nearest")
+
+
+def test_uniform_partners_swap_further_than_the_walk():
+    # the walk steps down from a taken target, so its swaps are shorter; uniform partners spread over the range
+    u = np.random.default_rng(5).random(20_000)
+    walk = np.abs(rank_swap_permutation(20_000, 10, u, "nearest_free") - np.arange(20_000))
+    uniform = np.abs(rank_swap_permutation(20_000, 10, u) - np.arange(20_000))
+    assert uniform.mean() > 1.1 * walk.mean()
+
+
 def test_hand_computed_permutation_n10_p30():
     # n = 10, p = 30 -> P = floor(10 * 30 / 100) = 3; target k = i + 1 + floor(3 u_i).
     # i=0: u=0.5  -> k=2, rank 2 free                                  -> swap 0<->2
@@ -57,12 +99,14 @@ def test_hand_computed_permutation_n10_p30():
     # i=8: u=0.9  -> k=9+2=11, clamped to n-1 = 9, free                -> swap 8<->9
     # i=9 already swapped (u=0.3 unused)
     u = np.array([0.5, 0.0, 0.25, 0.75, 0.99, 0.5, 0.1, 0.2, 0.9, 0.3])
-    np.testing.assert_array_equal(rank_swap_permutation(10, 30, u), [2, 3, 0, 1, 7, 6, 5, 4, 9, 8])
+    np.testing.assert_array_equal(rank_swap_permutation(10, 30, u, "nearest_free"), [2, 3, 0, 1, 7, 6, 5, 4, 9, 8])
 
 
 def test_hand_computed_fixed_point_at_the_end():
     # n = 5, p = 40 -> P = 2; all u = 0 -> k = i + 1: 0<->1, 2<->3; i=4: min(5, 4) = 4 is not > 4 -> fixed.
-    np.testing.assert_array_equal(rank_swap_permutation(5, 40, np.zeros(5)), [1, 0, 3, 2, 4])
+    # uniform partners: the first free rank for u = 0 as well
+    for partner in ("uniform", "nearest_free"):
+        np.testing.assert_array_equal(rank_swap_permutation(5, 40, np.zeros(5), partner), [1, 0, 3, 2, 4])
 
 
 @settings(max_examples=200, deadline=None)
@@ -72,16 +116,17 @@ def test_hand_computed_fixed_point_at_the_end():
     p=st.one_of(st.integers(1, 100), st.floats(0.01, 100.0)),
     coarse=st.booleans(),
 )
-def test_matches_reference_walk_and_is_a_bounded_involution(seed, n, p, coarse):
+def test_matches_references_and_is_a_bounded_involution(seed, n, p, coarse):
     u = np.random.default_rng(seed).random(n)
     if coarse:
         u = np.floor(u * 4) / 4
-    perm = rank_swap_permutation(n, p, u)
-    assert perm.dtype == np.int64
-    np.testing.assert_array_equal(perm, reference_permutation(n, p, u))
-    np.testing.assert_array_equal(np.sort(perm), np.arange(n))
-    np.testing.assert_array_equal(perm[perm], np.arange(n))
-    assert n == 0 or np.abs(perm - np.arange(n)).max() <= math.floor(n * p / 100)
+    for partner, reference in (("uniform", reference_uniform), ("nearest_free", reference_permutation)):
+        perm = rank_swap_permutation(n, p, u, partner)
+        assert perm.dtype == np.int64
+        np.testing.assert_array_equal(perm, reference(n, p, u))
+        np.testing.assert_array_equal(np.sort(perm), np.arange(n))
+        np.testing.assert_array_equal(perm[perm], np.arange(n))
+        assert n == 0 or np.abs(perm - np.arange(n)).max() <= math.floor(n * p / 100)
 
 
 @settings(max_examples=60, deadline=None)

@@ -188,22 +188,22 @@ PIL = Family("pil", _pil_tasks, _pil_finish, moment_order=4)
 # ---------------------------------------------------------------- id
 
 
-def _column_intervals(pair_parts: list[pd.DataFrame], orig_parts: list[pd.DataFrame] | None, var: str,
+def _column_intervals(pair_parts: list[pd.DataFrame], masked_parts: list[pd.DataFrame] | None, var: str,
                       sd: float) -> np.ndarray:
     """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
-    original and masked values gathered on one worker: one sort of the original column for the whole file
-    (``orig_parts``: the original file's partitions, None when the pairs hold every original record)."""
+    original and masked values gathered on one worker: one sort of the masked column for the whole file
+    (``masked_parts``: the masked file's partitions, None when the pairs hold every masked record)."""
     x = gathered(pair_parts, var, np.float64)
     xm = gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    orig = x if orig_parts is None else gathered(orig_parts, var, np.float64)
-    return np.append(interval_hits(np.sort(orig), x, xm), sdid_hits(x, xm, sd))
+    masked = xm if masked_parts is None else gathered(masked_parts, var, np.float64)
+    return np.append(interval_hits(np.sort(masked), x, xm), sdid_hits(x, xm, sd))
 
 
 def _id_tasks(ctx: ContinuousContext) -> dict:
     """With pairing by id, each variable's hits, tree-summed."""
     if not ctx.by_id:
         return {}
-    hits = [dask.delayed(_column_intervals)(ctx.pair_parts, ctx.column_parts(ctx.original, v), v,
+    hits = [dask.delayed(_column_intervals)(ctx.pair_parts, ctx.column_parts(ctx.masked, v), v,
                                             ctx.original_sd[v]) for v in ctx.variables]
     return {"hits": tree_merge(hits, operator.add)}
 

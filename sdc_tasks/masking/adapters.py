@@ -102,7 +102,7 @@ def _optimized(original: np.ndarray, start: np.ndarray, q: float, correspondence
 
 def rankswap_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:
     """Rank swapping (statistical_databases_survey.txt, Data swapping and rank swapping)."""
-    return rank_swap_column(values, ids, params["p"], rng)
+    return rank_swap_column(values, ids, params["p"], rng, params.get("partner", "uniform"))
 
 
 def mic_ir_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:

@@ -58,6 +58,9 @@ class RankSwapParams(Params):
     """Rank swapping (statistical_databases_survey.txt, Data swapping and rank swapping)."""
 
     p: float = Field(gt=0, le=100, description="largest rank displacement, percent of the swap scope's size")
+    partner: Literal["uniform", "nearest_free"] = Field(
+        default="uniform", description="partner uniform among the free ranks in range (the chapter's Table 1) or "
+        "the mu-Argus walk to the nearest free rank from a uniform target")
 
 
 class NoiseParams(Params):

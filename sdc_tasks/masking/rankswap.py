@@ -1,4 +1,10 @@
-"""Rank swapping (mu-Argus / Moore 1996): pure block kernels (numpy in, numpy out).
+"""Rank swapping (Moore 1996): pure block kernels (numpy in, numpy out).
+
+Two ways of drawing a rank's partner (``partner``):
+- ``uniform`` (default): uniformly among the unswapped ranks i+1..i+P, the survey's "randomly chosen within a
+  restricted range" read literally; it reproduces the ID column of chapter 6 Table 1 (docs/reproduction.md);
+- ``nearest_free``: the mu-Argus walk, a target rank drawn uniformly in i+1..i+P and, when it is taken, the
+  nearest unswapped rank below it (else above): it favours short swaps (ID about 4 points higher at p = 10..18).
 
 Sources:
 - statistical_databases_survey.txt, Data swapping and rank swapping: values of an attribute are ranked in
@@ -101,16 +107,87 @@ def _swap_partners(n, max_dist, uniforms):
     return perm
 
 
-def rank_swap_permutation(n: int, p: float, uniforms: np.ndarray) -> np.ndarray:
+@numba.njit(cache=True)
+def _fenwick_add(tree, pos, delta):
+    """Add ``delta`` at 0-based ``pos`` of a Fenwick tree (1-based array of counts)."""
+    k = pos + 1
+    while k < tree.shape[0]:
+        tree[k] += delta
+        k += k & -k
+
+
+@numba.njit(cache=True)
+def _fenwick_prefix(tree, pos):
+    """Sum of the counts at 0-based positions 0..pos (0 when pos < 0)."""
+    k = pos + 1
+    total = 0
+    while k > 0:
+        total += tree[k]
+        k -= k & -k
+    return total
+
+
+@numba.njit(cache=True)
+def _fenwick_select(tree, m):
+    """Smallest 0-based position whose prefix sum reaches ``m`` (1 <= m <= total)."""
+    n = tree.shape[0] - 1
+    step = 1
+    while step * 2 <= n:
+        step *= 2
+    pos = 0
+    while step > 0:
+        if pos + step <= n and tree[pos + step] < m:
+            pos += step
+            m -= tree[pos]
+        step //= 2
+    return pos
+
+
+@numba.njit(cache=True)
+def _uniform_partners(n, max_dist, uniforms):
+    """Rank-space involution: rank i pairs with one of the F unswapped ranks among i+1..i+P, the
+    (floor(F u_i) + 1)-th of them in rank order (uniform among the free ranks), or stays when F = 0.
+
+    statistical_databases_survey.txt, Data swapping and rank swapping: "swapped with another ranked value
+    randomly chosen within a restricted range". A Fenwick tree of the unswapped ranks counts and selects in
+    O(log n).
+    """
+    perm = np.arange(n)
+    tree = np.zeros(n + 1, dtype=np.int64)
+    for k in range(1, n + 1):
+        tree[k] = k & -k
+    for i in range(n):
+        if perm[i] != i:
+            continue
+        before = _fenwick_prefix(tree, i)
+        free = _fenwick_prefix(tree, min(n - 1, i + max_dist)) - before
+        if free == 0:
+            continue
+        j = _fenwick_select(tree, before + 1 + np.int64(math.floor(free * uniforms[i])))
+        perm[i] = j
+        perm[j] = i
+        _fenwick_add(tree, i, -1)
+        _fenwick_add(tree, j, -1)
+    return perm
+
+
+PARTNERS = ("uniform", "nearest_free")
+
+
+def rank_swap_permutation(n: int, p: float, uniforms: np.ndarray, partner: str = "uniform") -> np.ndarray:
     """Return perm (int64, n) in rank space: the value at sorted position i takes the value at perm[i].
 
     statistical_databases_survey.txt, Data swapping and rank swapping; sdc_methods_comparison_chapter.txt
     sec. 2 (Rank swapping, Moore 1996). With P = floor(n p / 100) (identity when P == 0), ranks
-    i = 0..n-1 are visited in order; an unswapped rank i aims at k = i + 1 + floor(P u_i), takes
+    i = 0..n-1 are visited in order and an unswapped rank i swaps with an unswapped rank j in i+1..i+P drawn
+    with u_i; if none is free, i stays fixed. ``partner="uniform"``: j is the (floor(F u_i) + 1)-th of the F
+    free ranks there. ``partner="nearest_free"`` (mu-Argus): i aims at k = i + 1 + floor(P u_i), takes
     j = min(k, n-1) if unswapped, else the nearest unswapped rank walking left down to i+1, else walking
-    right up to min(n-1, i+P), and swaps with it; if none is free, i stays fixed. perm is an involution
-    of disjoint transpositions and fixed points with |perm[i] - i| <= P.
+    right up to min(n-1, i+P). perm is an involution of disjoint transpositions and fixed points with
+    |perm[i] - i| <= P.
     """
+    if partner not in PARTNERS:
+        raise ValueError(f"partner must be one of {', '.join(PARTNERS)}, got {partner!r}")
     if isinstance(n, bool) or not isinstance(n, (int, np.integer)) or n < 0:
         raise ValueError(f"n must be an integer >= 0, got {n!r}")
     u = np.ascontiguousarray(uniforms, dtype=np.float64)
@@ -121,22 +198,25 @@ def rank_swap_permutation(n: int, p: float, uniforms: np.ndarray) -> np.ndarray:
     max_dist = max_rank_distance(int(n), p)
     if max_dist == 0:
         return np.arange(n, dtype=np.int64)
+    if partner == "uniform":
+        return _uniform_partners(int(n), max_dist, u)
     return _swap_partners(int(n), max_dist, u)
 
 
-def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np.random.Generator) -> np.ndarray:
+def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np.random.Generator,
+                     partner: str = "uniform") -> np.ndarray:
     """Return the rank-swapped column in the original row order (a permutation of ``values``).
 
     statistical_databases_survey.txt, Data swapping and rank swapping; sdc_methods_comparison_chapter.txt
     sec. 2 (Rank swapping, Moore 1996). Values are ranked stably by (value, tiebreak), ``rng.random(n)``
-    supplies the uniforms of :func:`rank_swap_permutation`, and each value moves at most
+    supplies the uniforms of :func:`rank_swap_permutation` (``partner`` as there), and each value moves at most
     floor(n p / 100) ranks. Raises ValueError naming ``p`` when p is outside (0, 100] and naming the
     first row holding a non-finite value.
     """
     _check_percent(p)
     vals, ties = column_with_tiebreak(values, tiebreak)
     order = np.lexsort((ties, vals))
-    perm = rank_swap_permutation(vals.shape[0], p, rng.random(vals.shape[0]))
+    perm = rank_swap_permutation(vals.shape[0], p, rng.random(vals.shape[0]), partner)
     out = np.empty_like(vals)
     out[order] = vals[order][perm]
     return out

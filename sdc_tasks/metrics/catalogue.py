@@ -214,8 +214,8 @@ MEASURES: tuple[Measure, ...] = (
               "variables 1..{i}: records linked", PERCENT, range=(0.0, 100.0), source="docs/reproduction.md"),
     _row("PLDpub", "pld_published", "Mean of PLDpub_1..PLDpub_m", PERCENT, range=(0.0, 100.0),
          source="docs/reproduction.md"),
-    _numbered("ID", "id", "Interval disclosure: original values inside the window of +-{i} % of the records' ranks "
-              "around their masked value", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3 (calibrated)"),
+    _numbered("ID", "id", "Interval disclosure: original values inside the interval of {i} % of the records on either "
+              "side of their masked value in the sorted masked column", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3 (calibrated)"),
     _row("ID", "id", "Mean of ID_1..ID_10", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 4"),
     _row("SDID", "id", "Original values within +-0.05 original sd of their masked value", PERCENT,
          range=(0.0, 100.0), source="bounded_rank_metrics.txt ref. [10]"),

@@ -70,33 +70,36 @@ def linkage_counts(tree: KdTree | None, q: np.ndarray, d_own: np.ndarray) -> tup
 
 
 @numba.njit(cache=True)
-def _window_hits(sorted_orig, x, r, halves):
-    """For each half-width h: how many x[i] lie within sorted_orig[r[i] - h] .. sorted_orig[r[i] + h] (indices
-    clipped to the column); with r sorted, each pass reads the column forwards."""
-    n = sorted_orig.shape[0]
-    hits = np.zeros(halves.shape[0], dtype=np.int64)
-    for j in range(halves.shape[0]):
+def _window_hits(sorted_masked, x, r, below, above):
+    """For each window j: how many x[i] lie within sorted_masked[r[i] - below[j]] .. sorted_masked[r[i] + above[j]]
+    (indices clipped to the column); with r sorted, each pass reads the column forwards."""
+    n = sorted_masked.shape[0]
+    hits = np.zeros(below.shape[0], dtype=np.int64)
+    for j in range(below.shape[0]):
         for i in range(x.shape[0]):
-            lo = sorted_orig[max(r[i] - halves[j], 0)]
-            hi = sorted_orig[min(r[i] + halves[j], n - 1)]
+            lo = sorted_masked[max(r[i] - below[j], 0)]
+            hi = sorted_masked[min(r[i] + above[j], n - 1)]
             if lo <= x[i] <= hi:
                 hits[j] += 1
     return hits
 
 
-def interval_hits(sorted_orig: np.ndarray, x: np.ndarray, xm: np.ndarray,
+def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
                   percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
-    """Number of original values inside the rank interval around their masked value, for each p.
+    """Number of original values inside the value interval around their masked value, for each p.
 
-    The interval spans sorted original values whose rank differs from the rank position of x' by at most
-    floor(p n / 100) (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; docs/metrics.md ID_p).
+    The interval is taken in the sorted masked column: with W = ceil(p n / 100) and R the 0-based position of the
+    last occurrence of x' there (the number of masked values <= x', minus 1), it runs from sorted_masked[R - W] to
+    sorted_masked[R + W - 1], clipped to the column (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure,
+    as calibrated on its Table 1; docs/metrics.md ID_p).
     """
-    n = sorted_orig.shape[0]
+    n = sorted_masked.shape[0]
     order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
     x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
-    r = np.minimum(np.searchsorted(sorted_orig, xm, side="left"), n - 1)
-    halves = np.array([(p * n) // 100 for p in percents], dtype=np.int64)
-    return _window_hits(np.ascontiguousarray(sorted_orig, dtype=np.float64), x, r.astype(np.int64), halves)
+    r = np.maximum(np.searchsorted(sorted_masked, xm, side="right") - 1, 0)
+    widths = np.array([-(-p * n // 100) for p in percents], dtype=np.int64)
+    return _window_hits(np.ascontiguousarray(sorted_masked, dtype=np.float64), x, r.astype(np.int64), widths,
+                        widths - 1)
 
 
 def sdid_hits(x: np.ndarray, xm: np.ndarray, sd: float, k: float = 0.05) -> int:

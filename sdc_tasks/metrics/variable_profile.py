@@ -58,7 +58,7 @@ def variable_measures(x: np.ndarray, xm: np.ndarray, ids: np.ndarray) -> dict:
     quantile_terms, _ = quantile_pil(sorted_x, sorted_xm)
     moments = moment_pils(moments_of(x[:, None], order=4), moments_of(xm[:, None]))
     rank = bounded_rank_metrics(rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]), n)
-    hits = interval_hits(sorted_x, x, xm)
+    hits = interval_hits(sorted_xm, x, xm)
     return {"IL1": il1, "PIL_Q": _mean_or_none(quantile_terms), "PIL_m1": _mean_or_none(moments["m1"][0]),
             "PIL_m2": _mean_or_none(moments["m2"][0]), "brMAE": rank.get("brMAE"),
             "ID": float(100.0 * hits.mean() / n)}
