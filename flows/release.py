@@ -19,6 +19,7 @@ from prefect.cache_policies import NO_CACHE
 from flows.artifacts import publish_artifacts
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import SdcError, StageFailed, value_free
+from sdc_tasks.outputs import release_dir
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.gate import GateCheck, gate_checks
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
@@ -115,10 +116,11 @@ TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=
 def release_overrides(out_dir: str | None = None, dask_address: str | None = None, workers: int | None = None,
                       overwrite: bool | None = None, tls: TlsFiles = TlsFiles()) -> dict[str, Any]:
     """The spec fields a release run's parameters replace (those given), as load_spec's dotted overrides; the
-    output directory and the TLS files resolved against the working directory."""
+    output directory placed under the releases root when relative (``sdc_tasks.outputs.release_dir``: a
+    deployment's flow run starts in a checkout), the TLS files resolved against the working directory."""
     overrides: dict[str, Any] = {}
     if out_dir is not None:
-        overrides["output.dir"] = str(Path(out_dir).resolve())
+        overrides["output.dir"] = str(release_dir(out_dir))
     if dask_address is not None:
         overrides["dask.address"] = dask_address
     for field, path in vars(tls.resolved()).items():

@@ -57,6 +57,11 @@ PROCESS = "process"
 """The kind of scratch entry that names a helper process a run started (see :func:`noted_process`)."""
 
 PathLike = str | Path
+RELEASES_ROOT_VARIABLE = "SDC_RELEASES_ROOT"
+"""The environment variable naming the directory under which a flow run's relative ``out_dir`` is placed."""
+DEFAULT_RELEASES_ROOT = "~/sdc-releases"
+"""The releases root when :data:`RELEASES_ROOT_VARIABLE` is not set: the home directory of the account that runs
+the flow, never the checkout or the installed package a deployment's flow runs start in."""
 
 
 def _alive(pid: int) -> bool:
@@ -73,6 +78,17 @@ def _alive(pid: int) -> bool:
 def _inside(inner: Path, outer: Path) -> bool:
     """Whether resolved path ``inner`` is ``outer`` or lies below it."""
     return inner == outer or outer in inner.parents
+
+
+def releases_root() -> Path:
+    """The directory under which scheduled releases go: ``$SDC_RELEASES_ROOT``, else ``~/sdc-releases``."""
+    return Path(os.environ.get(RELEASES_ROOT_VARIABLE) or DEFAULT_RELEASES_ROOT).expanduser().resolve()
+
+
+def release_dir(out_dir: PathLike) -> Path:
+    """A release's output directory: ``out_dir`` itself when absolute, else under :func:`releases_root`."""
+    out = Path(out_dir).expanduser()
+    return out if out.is_absolute() else releases_root() / out
 
 
 def check_output(final: PathLike, inputs: Sequence[PathLike | None]) -> Path:
