@@ -22,9 +22,10 @@ from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
 from prefect.types.entrypoint import EntrypointType
 
-from flows.release import release, release_overrides
+from flows.release import release
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.outputs import check_output, releases_root
+from sdc_tasks.pipeline.preflight import release_overrides
 from sdc_tasks.pipeline.spec import load_spec
 
 DEFAULT_SCHEDULES = {

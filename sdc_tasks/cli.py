@@ -12,7 +12,7 @@ from typing import Iterator, Optional
 
 import typer
 
-from sdc_tasks.cluster import TlsFiles
+from sdc_tasks.cluster import VERBOSE_VARIABLE, TlsFiles, verbose
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
 from sdc_tasks.io import json_text
 from sdc_tasks.masking.registry import method_help, param_help
@@ -29,6 +29,39 @@ TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask
 TLS_KEY = typer.Option(None, help="client private key (PEM) for a tls:// --dask-address")
 
 
+def _version(value: bool) -> None:
+    """``--version``: print the package's version and those of the libraries it runs on, then exit."""
+    if value:
+        from importlib.metadata import version
+
+        libraries = ", ".join(f"{name} {version(name)}" for name in ("prefect", "dask", "distributed"))
+        typer.echo(f"sdc {version('sdc-pipeline')} ({libraries})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(verbose: bool = typer.Option(False, "--verbose", "-v", help="also show Dask's and Prefect's INFO "
+                                          "logs (default: only the run's own stage lines and warnings)"),
+             version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")) -> None:
+    """Options of every command."""
+    if verbose:
+        os.environ[VERBOSE_VARIABLE] = "1"  # read by sdc_tasks.cluster, and by the processes a run starts
+
+
+def _library_lines() -> None:
+    """Show the library's INFO lines (``sdc_tasks`` loggers: the Dask dashboard's URL) on stderr, message only."""
+    import logging
+
+    logger = logging.getLogger("sdc_tasks")
+    if not any(getattr(h, "sdc_console", False) for h in logger.handlers):
+        handler = logging.StreamHandler(sys.stderr)
+        handler.sdc_console = True
+        handler.setFormatter(logging.Formatter("%(message)s"))
+        logger.addHandler(handler)
+    logger.setLevel(logging.INFO)
+
+
 def _fail(exc: Exception, code: int = 2) -> None:
     """Print a one-line error and exit with ``code``."""
     typer.echo(f"error: {exc}", err=True)
@@ -40,6 +73,23 @@ def _refusals() -> tuple[type[Exception], ...]:
     from sdc_tasks.errors import NoneWithinLimits, ReleaseRefused
 
     return ReleaseRefused, NoneWithinLimits
+
+
+def _refused(exc: Exception) -> None:
+    """Report a refusal, an outcome rather than a crash, and exit 3: for a release the gate refused, one line per
+    failing check (measure, value, limit) and where its report is; else the refusal's one line."""
+    checks = getattr(exc, "checks", ())
+    summary = getattr(exc, "result", None)
+    if not checks or summary is None:
+        _fail(exc, code=3)
+    typer.echo(f"refused: {summary.name} was not published; the risk gate failed {len(checks)} of "
+               f"{len(summary.checks)} checks:", err=True)
+    width = max(len(c.measure) for c in checks)
+    for c in checks:
+        value = "missing" if c.value is None else format(c.value, ".4g")
+        typer.echo(f"  {c.measure:<{width}}  {value:>8} > limit {c.limit:g}", err=True)
+    typer.echo(f"report: {summary.paths.report_md}", err=True)
+    raise typer.Exit(3)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -93,7 +143,7 @@ def _reported(command: str):
     except KeyboardInterrupt as exc:
         _interrupted(command, exc)
     except _refusals() as exc:
-        _fail(exc, code=3)
+        _refused(exc)
     except USER_ERRORS as exc:
         _fail(exc)
     except StageFailed as exc:
@@ -133,12 +183,20 @@ def _accounting_line(accounting: dict[str, str]) -> str:
 
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
                  overwrite: Optional[bool], tls: TlsFiles = TlsFiles()) -> None:
-    """Run the Prefect release flow and report the outcome on the terminal."""
+    """Check the run (``preflight``: spec, input schema, output) before anything starts, then run the Prefect
+    release flow and report the outcome on the terminal."""
+    from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
+
+    with _reported("release"):
+        checked_spec(spec_path, release_overrides(out, address, workers, overwrite, tls))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from flows.console import quiet_console
     from flows.release import release
     from flows.server import temporary_server
     from sdc_tasks.outputs import remove_stale_scratch
 
+    if not verbose():
+        quiet_console()
     with _reported("release"):
         remove_stale_scratch()
         with temporary_server():
@@ -174,6 +232,25 @@ def release_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
                  TlsFiles(tls_ca_file, tls_cert, tls_key))
 
 
+@app.command("validate")
+def validate_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
+                 out: Optional[Path] = typer.Option(None, help="output directory (overrides output.dir)"),
+                 overwrite: Optional[bool] = typer.Option(None, "--overwrite/--no-overwrite",
+                                                          help="replace an existing output directory")) -> None:
+    """Check a release spec, its input's columns against the spec's roles, and its output directory, without
+    starting a cluster or a server (the checks `sdc release` runs first)."""
+    from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
+
+    with _reported("validate"):
+        checked, found = checked_spec(str(spec), release_overrides(out.resolve() if out else None,
+                                                                   overwrite=overwrite))
+    typer.echo(f"spec {spec}: valid ({checked.name}, {len(checked.steps)} masking "
+               f"step{'s' if len(checked.steps) != 1 else ''}: {', '.join(s.method for s in checked.steps)})")
+    typer.echo(f"  input {checked.input_path}: {len(found.columns)} columns, each with a role")
+    typer.echo("  " + "; ".join(f"{role} {', '.join(cols)}" for role, cols in found.roles.items() if cols))
+    typer.echo(f"  output {checked.output_dir}: " + ("replaces the previous release" if found.replaces else "new"))
+
+
 @app.command("evaluate")
 def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or Parquet)"),
                  masked: Path = typer.Option(..., help="masked file (CSV or Parquet)"),
@@ -202,6 +279,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.api import evaluate
     from sdc_tasks.cluster import dask_client
+
+    _library_lines()
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
@@ -242,6 +321,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.api import masked
     from sdc_tasks.masking.registry import parse_category_orders, parse_cli_params
 
+    _library_lines()
+
     with _reported("mask"), _status(f"masking {input} with {method}"):
         result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
                         id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
@@ -278,6 +359,8 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     from sdc_tasks.cluster import dask_client
     from sdc_tasks.comparison.outputs import comparison, comparison_summary, write_release_spec
     from sdc_tasks.comparison.run import check_best_spec, load_grid, parse_limits
+
+    _library_lines()
 
     with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)

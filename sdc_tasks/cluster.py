@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 from pathlib import Path
 from typing import Iterator
 
@@ -21,6 +22,9 @@ LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
                 "key": "dask.tls.key (--tls-key)"}
 DASK_TLS_CONFIG = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+VERBOSE_VARIABLE = "SDC_VERBOSE"
+LOG = logging.getLogger("sdc_tasks.cluster")
+LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
 CONNECT_SECONDS = 5
 """How long a client tries to reach a scheduler by address before the run fails naming it."""
 
@@ -120,17 +124,52 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     """Yield a client whose workers log failed tasks without their data or messages; a LocalCluster started
     here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
     the terminal's SIGINT (an interrupted run stops it) and is closed on exit; an attached scheduler (over TLS
-    with ``tls``) is left running."""
+    with ``tls``) is left running. The dashboard's URL is logged when the client connects (``_announce``); Dask's
+    own INFO logs only when ``verbose()``."""
     if address:
         with attached_client(address, tls) as client:
+            _announce(client)
             yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
     logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
-    with scratch_dir("dask") as local_directory:
+    level = logging.INFO if verbose() else logging.WARNING
+    with scratch_dir("dask") as local_directory, _dask_log_level(level):
         with terminal_interrupt_ignored():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
-                                   memory_limit=memory_limit, processes=True, host=LOOPBACK, dashboard_address=None,
-                                   silence_logs=logging.ERROR, local_directory=local_directory)
+                                   memory_limit=memory_limit, processes=True, host=LOOPBACK,
+                                   dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
+                                   local_directory=local_directory)
         with cluster, Client(cluster, set_as_default=True) as client:
+            _announce(client)
             yield withholding_worker_errors(client)
+
+
+def verbose() -> bool:
+    """Whether Dask's and Prefect's INFO logs are wanted (``sdc --verbose`` sets SDC_VERBOSE=1 for the run and
+    the processes it starts); by default a run logs only its own stage lines and warnings."""
+    return os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0")
+
+
+def dashboard_link(client: Client) -> str | None:
+    """The URL of the Dask dashboard of ``client``'s scheduler, None when it serves none."""
+    return client.dashboard_link if client.scheduler_info().get("services", {}).get("dashboard") else None
+
+
+def _announce(client: Client) -> None:
+    """Log the scheduler the run uses and its dashboard's URL (INFO, logger ``sdc_tasks.cluster``)."""
+    LOG.info("dask dashboard: %s (scheduler %s, %d workers)", dashboard_link(client) or "none",
+             client.scheduler.address, len(client.scheduler_info()["workers"]))
+
+
+@contextlib.contextmanager
+def _dask_log_level(level: int) -> Iterator[None]:
+    """For the block, Dask's ``distributed`` loggers in this process log from ``level`` up (WARNING by default:
+    no scheduler and nanny INFO lines, no "Lost all workers" at a normal close)."""
+    logger = logging.getLogger("distributed")
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)

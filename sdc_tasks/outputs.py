@@ -257,6 +257,13 @@ def _replaceable(final: Path, overwrite: bool, is_dir: bool) -> bool:
     return True
 
 
+def check_replaceable(final: PathLike, overwrite: bool, inputs: Sequence[PathLike | None],
+                      is_dir: bool = True) -> bool:
+    """Before a run starts: :func:`check_output`, then whether an existing output would be replaced (True) or
+    there is none (False); InputError naming it when the atomic writer would refuse it at the end."""
+    return _replaceable(check_output(final, inputs), overwrite, is_dir)
+
+
 def _umask() -> int:
     """The process's file mode creation mask."""
     mask = os.umask(0o077)

@@ -15,7 +15,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from distributed import Client
 
-from sdc_tasks.cluster import dask_client
+from sdc_tasks.cluster import dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.io import check_input_unchanged, input_identity, parquet_row_counts
 from sdc_tasks.outputs import atomic_output_dir, kept_metrics
@@ -103,8 +103,8 @@ def released(spec: ReleaseSpec, cluster: ContextManager[Client], stages: Stages,
         with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
                 cluster as client:
             with _watching(client, progress):
-                log.info("release %s: dask scheduler %s, %d workers", spec.name, progress["scheduler"],
-                         len(client.scheduler_info()["workers"]))
+                log.info("release %s: dask scheduler %s, %d workers, dashboard %s", spec.name, progress["scheduler"],
+                         len(client.scheduler_info()["workers"]), dashboard_link(client) or "none")
                 identity = input_identity(spec.input_path, spec.input_format)
                 summary = release_into(spec, tmp, stages, log, progress)
             check_input_unchanged(spec.input_path, spec.input_format, identity)
