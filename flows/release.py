@@ -17,6 +17,7 @@ from prefect.cache_policies import NO_CACHE
 from prefect.states import Failed, State
 
 from flows.artifacts import publish_artifacts
+from flows.progress import flow_progress
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import ReleaseRefused, SdcError, StageFailed, value_free
 from sdc_tasks.pipeline import stages
@@ -126,7 +127,8 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
     spec, _ = checked_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,
                                                         TlsFiles(tls_ca_file, tls_cert, tls_key)))
     try:
-        return released(spec, spec_cluster(spec), TASKS, get_run_logger())
+        with flow_progress():
+            return released(spec, spec_cluster(spec), TASKS, get_run_logger())
     except ReleaseRefused as exc:
         return refused_state(exc)
 

@@ -150,11 +150,15 @@ def _reported(command: str):
         _fail(exc, code=1)
 
 
-def _status(text: str):
-    """A spinner with the elapsed time on stderr while a long step runs (shown on a terminal only)."""
-    from rich.console import Console
+@contextlib.contextmanager
+def _progress(stage: str) -> Iterator[None]:
+    """The command's work shown as one stage on stderr: tasks (or files) done/total, elapsed and remaining time,
+    redrawn in place on a terminal, a plain line every 10 s otherwise (``sdc_tasks.progress``)."""
+    from sdc_tasks.progress import TerminalProgress, tracking
+    from sdc_tasks.progress import stage as named_stage
 
-    return Console(stderr=True).status(text)
+    with tracking([TerminalProgress()]), named_stage(stage):
+        yield
 
 
 def _split(csv: Optional[str]) -> Optional[list[str]]:
@@ -284,9 +288,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
-    with _reported("evaluate"), writer as tmp_file, \
-            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
-            _status(f"evaluating {masked} against {original}"):
+    with _reported("evaluate"), writer as tmp_file, _progress("evaluate"), \
+            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
@@ -323,7 +326,7 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
 
     _library_lines()
 
-    with _reported("mask"), _status(f"masking {input} with {method}"):
+    with _reported("mask"), _progress(f"mask ({method})"):
         result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
                         id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
                         overwrite=overwrite, workers=workers)
@@ -365,7 +368,7 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)
         check_best_spec(chosen, best_spec)
-        with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
+        with _progress("compare"), dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
                                 overwrite, risk)
         typer.echo(json.dumps(comparison_summary(result), indent=2))
@@ -383,7 +386,7 @@ def generate_cmd(rows: int = typer.Option(..., help="number of records"),
     """Write N synthetic Census-like records (13 skewed, correlated variables, unique record_id)."""
     from sdc_tasks.generate import write_synthetic
 
-    with _reported("generate"):
+    with _reported("generate"), _progress("generate"):
         files = write_synthetic(out, rows, seed=seed, strata=strata, rows_per_file=rows_per_file)
     typer.echo(f"wrote {rows} records in {len(files)} files to {out}")
 

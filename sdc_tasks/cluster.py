@@ -17,6 +17,7 @@ from distributed.security import Security
 
 from sdc_tasks.errors import InputError, withholding_worker_errors
 from sdc_tasks.outputs import scratch_dir, terminal_interrupt_ignored
+from sdc_tasks.progress import counting
 
 LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
@@ -125,9 +126,9 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
     the terminal's SIGINT (an interrupted run stops it) and is closed on exit; an attached scheduler (over TLS
     with ``tls``) is left running. The dashboard's URL is logged when the client connects (``_announce``); Dask's
-    own INFO logs only when ``verbose()``."""
+    own INFO logs only when ``verbose()``; its tasks are counted for the progress display (``progress.counting``)."""
     if address:
-        with attached_client(address, tls) as client:
+        with attached_client(address, tls) as client, counting(client):
             _announce(client)
             yield withholding_worker_errors(client)
         return
@@ -140,7 +141,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
                                    memory_limit=memory_limit, processes=True, host=LOOPBACK,
                                    dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
                                    local_directory=local_directory)
-        with cluster, Client(cluster, set_as_default=True) as client:
+        with cluster, Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)
             yield withholding_worker_errors(client)
 

@@ -33,6 +33,7 @@ from sdc_tasks.pipeline.stages import (
     write_stage,
 )
 from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, StepSummary, now, publish, release_summary
+from sdc_tasks.progress import stage as progress_stage
 
 LOG = logging.getLogger("sdc_tasks.pipeline")
 LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
@@ -179,12 +180,12 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
     removed before the files are published. The metrics, once computed, go into ``progress`` (kept when writing
     fails)."""
     paths, times, started = ReleasePaths(root), StageTimes(), now()
-    with times.timed("validate"):
+    with times.timed("validate"), progress_stage("validate"):
         facts = stages.validate(spec, paths.checkpoint)
     log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
              times.seconds["validate"])
     steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
-    with times.timed("evaluate"):
+    with times.timed("evaluate"), progress_stage("evaluate"):
         metrics = stages.evaluate(spec, paths)
     progress["metrics"] = metrics
     log.info("evaluated in %.1f s", times.seconds["evaluate"])
@@ -203,13 +204,18 @@ def _masking_step(spec: ReleaseSpec, i: int, paths: ReleasePaths, stages: Stages
                   log: logging.Logger | logging.LoggerAdapter) -> StepSummary:
     """Run step ``i``'s stages (block when its method needs blocks, mask, write) and return its summary."""
     step = spec.steps[i]
-    stage = f"step {i} ({step.method})"
-    with times.timed(stage):
-        blocks = stages.block(spec, i, paths)["blocks"] if needs_blocks(spec, i) else None
-        scopes = stages.mask(spec, i, paths)["blocks"]
-        rows = stages.write(spec, i, paths)["rows"]
+    name = f"step {i} ({step.method})"
+    with times.timed(name):
+        blocks = None
+        if needs_blocks(spec, i):
+            with progress_stage(f"block {name}"):
+                blocks = stages.block(spec, i, paths)["blocks"]
+        with progress_stage(f"mask {name}"):
+            scopes = stages.mask(spec, i, paths)["blocks"]
+        with progress_stage(f"write {name}"):
+            rows = stages.write(spec, i, paths)["rows"]
     summary = StepSummary(step.method, dict(step.params), spec.step_variables(i),
-                          scopes if blocks is None else blocks, round(times.seconds[stage], 3))
+                          scopes if blocks is None else blocks, round(times.seconds[name], 3))
     log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, summary.blocks, rows,
              summary.seconds)
     return summary
