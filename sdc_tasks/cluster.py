@@ -141,7 +141,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
                                    memory_limit=memory_limit, processes=True, host=LOOPBACK,
                                    dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
                                    local_directory=local_directory)
-        with cluster, Client(cluster, set_as_default=True) as client, counting(client):
+        with _closed_quietly(cluster), Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)
             yield withholding_worker_errors(client)
 
@@ -161,6 +161,17 @@ def _announce(client: Client) -> None:
     """Log the scheduler the run uses and its dashboard's URL (INFO, logger ``sdc_tasks.cluster``)."""
     LOG.info("dask dashboard: %s (scheduler %s, %d workers)", dashboard_link(client) or "none",
              client.scheduler.address, len(client.scheduler_info()["workers"]))
+
+
+@contextlib.contextmanager
+def _closed_quietly(cluster: LocalCluster) -> Iterator[LocalCluster]:
+    """Yield ``cluster``, then close it with Dask's in-process loggers at ERROR unless ``verbose()``: a normal close
+    logs no lost workers, nor a nanny's "still alive ..., killing" for a worker slow to stop on a busy machine."""
+    try:
+        yield cluster
+    finally:
+        with _dask_log_level(logging.INFO if verbose() else logging.ERROR):
+            cluster.close()
 
 
 @contextlib.contextmanager
