@@ -20,9 +20,11 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from prefect import serve
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
+from prefect.settings import PREFECT_API_URL
 from prefect.types.entrypoint import EntrypointType
 
 from flows.release import release
+from flows.server import check_api
 from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.outputs import check_output, releases_root
 from sdc_tasks.pipeline.preflight import release_overrides
@@ -106,9 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     schedules = dict(args.schedule) if args.schedule else None
     try:
+        check_api(PREFECT_API_URL.value())
         deployments = release_deployments(args.spec, args.out, schedules, args.timezone, args.dask_address,
                                           TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
-    except ValueError as exc:  # SpecError, InputError, a bad time zone: one line naming the fault
+    except ValueError as exc:  # the API down, SpecError, InputError, a bad time zone: one line naming the fault
         parser.error(str(exc))
     serve(*deployments, limit=args.limit)
 
