@@ -120,7 +120,7 @@ TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=
 @value_free("release")
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
             workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
-            tls_cert: str | None = None, tls_key: str | None = None) -> ReleaseSummary:
+            tls_cert: str | None = None, tls_key: str | None = None) -> ReleaseSummary | State:
     """Run one release end to end and return its summary. When the gate refuses publication the flow run ends in
     a Failed state named "Refused" (``refused_state``) and calling the flow raises ReleaseRefused.
     The tls_* files (for a tls:// scheduler) replace the spec's dask.tls files one by one."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -49,16 +50,15 @@ def _options(verbose: bool = typer.Option(False, "--verbose", "-v", help="also s
         os.environ[VERBOSE_VARIABLE] = "1"  # read by sdc_tasks.cluster, and by the processes a run starts
 
 
+LIBRARY_LINES = logging.StreamHandler()  # stderr
+LIBRARY_LINES.setFormatter(logging.Formatter("%(message)s"))
+
+
 def _library_lines() -> None:
     """Show the library's INFO lines (``sdc_tasks`` loggers: the Dask dashboard's URL) on stderr, message only."""
-    import logging
-
     logger = logging.getLogger("sdc_tasks")
-    if not any(getattr(h, "sdc_console", False) for h in logger.handlers):
-        handler = logging.StreamHandler(sys.stderr)
-        handler.sdc_console = True
-        handler.setFormatter(logging.Formatter("%(message)s"))
-        logger.addHandler(handler)
+    if LIBRARY_LINES not in logger.handlers:
+        logger.addHandler(LIBRARY_LINES)
     logger.setLevel(logging.INFO)
 
 

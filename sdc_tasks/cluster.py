@@ -126,7 +126,8 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
     the terminal's SIGINT (an interrupted run stops it) and is closed on exit; an attached scheduler (over TLS
     with ``tls``) is left running. The dashboard's URL is logged when the client connects (``_announce``); Dask's
-    own INFO logs only when ``verbose()``; its tasks are counted for the progress display (``progress.counting``)."""
+    own INFO and WARNING logs only when ``verbose()``; its tasks are counted for the progress display
+    (``progress.counting``)."""
     if address:
         with attached_client(address, tls) as client, counting(client):
             _announce(client)
@@ -134,14 +135,14 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
         return
     check_tls_settings(address, tls)
     logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
-    level = logging.INFO if verbose() else logging.WARNING
+    level = logging.INFO if verbose() else logging.ERROR
     with scratch_dir("dask") as local_directory, _dask_log_level(level):
         with terminal_interrupt_ignored():
             cluster = LocalCluster(n_workers=workers, threads_per_worker=threads_per_worker,
                                    memory_limit=memory_limit, processes=True, host=LOOPBACK,
                                    dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
                                    local_directory=local_directory)
-        with _closed_quietly(cluster), Client(cluster, set_as_default=True) as client, counting(client):
+        with cluster, Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)
             yield withholding_worker_errors(client)
 
@@ -164,20 +165,10 @@ def _announce(client: Client) -> None:
 
 
 @contextlib.contextmanager
-def _closed_quietly(cluster: LocalCluster) -> Iterator[LocalCluster]:
-    """Yield ``cluster``, then close it with Dask's in-process loggers at ERROR unless ``verbose()``: a normal close
-    logs no lost workers, nor a nanny's "still alive ..., killing" for a worker slow to stop on a busy machine."""
-    try:
-        yield cluster
-    finally:
-        with _dask_log_level(logging.INFO if verbose() else logging.ERROR):
-            cluster.close()
-
-
-@contextlib.contextmanager
 def _dask_log_level(level: int) -> Iterator[None]:
-    """For the block, Dask's ``distributed`` loggers in this process log from ``level`` up (WARNING by default:
-    no scheduler and nanny INFO lines, no "Lost all workers" at a normal close)."""
+    """For the block, Dask's ``distributed`` loggers in this process log from ``level`` up (ERROR unless
+    ``verbose()``: no scheduler and nanny INFO lines, no "Lost all workers" or nanny "still alive ..., killing" at a
+    normal close, no P2P shuffle chatter)."""
     logger = logging.getLogger("distributed")
     previous = logger.level
     logger.setLevel(level)
