@@ -23,8 +23,11 @@ class ProgressArtifacts:
         self.updated: dict[str, float] = {}
 
     def __call__(self, progress: StageProgress) -> None:
-        """Create the stage's artifact, or update it when it is older than ``every`` seconds or the stage ended."""
+        """Create the stage's artifact (not for a stage that failed before it was shown), or update it when it is
+        older than ``every`` seconds or the stage ended."""
         percent, text = round(100 * progress.fraction(), 1), progress.line()
+        if progress.failed and progress.stage not in self.artifacts:
+            return
         if progress.stage not in self.artifacts:
             self.artifacts[progress.stage] = create_progress_artifact(percent, description=text)
             self.updated[progress.stage] = progress.elapsed

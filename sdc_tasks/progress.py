@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import dataclasses
 import logging
 import sys
 import threading
@@ -74,7 +75,8 @@ class TaskCounter(SchedulerPlugin):
 
 @dataclass(frozen=True)
 class StageProgress:
-    """One stage's progress: its Dask tasks done of those submitted so far, and its elapsed seconds."""
+    """One stage's progress: its Dask tasks done of those submitted so far, and its elapsed seconds; ``finished``
+    once the stage has ended, ``failed`` too when it ended by an exception (an error, an interruption)."""
 
     stage: str
     done: int
@@ -82,34 +84,38 @@ class StageProgress:
     elapsed: float
     finished: bool = False
     unit: str = "tasks"
+    failed: bool = False
 
     def remaining(self) -> float | None:
         """Seconds left at the rate so far (elapsed x tasks left / tasks done); None before the first task ends."""
-        if self.finished or (self.total and self.done >= self.total):
+        if (self.finished and not self.failed) or (self.total and self.done >= self.total):
             return 0.0
         return self.elapsed * (self.total - self.done) / self.done if self.done else None
 
     def fraction(self) -> float:
         """Tasks done / tasks submitted (1 once the stage finished, 0 before any task was submitted)."""
-        return 1.0 if self.finished else self.done / self.total if self.total else 0.0
+        return 1.0 if self.finished and not self.failed else self.done / self.total if self.total else 0.0
 
     def line(self) -> str:
         """'evaluate: 412/800 tasks, 12 s elapsed, about 11 s remaining'."""
         left = self.remaining()
-        rest = "done" if self.finished else "remaining unknown" if left is None else f"about {left:.0f} s remaining"
+        rest = ("stopped" if self.failed else "done" if self.finished else "remaining unknown" if left is None
+                else f"about {left:.0f} s remaining")
         return f"{self.stage}: {self.done}/{self.total} {self.unit}, {self.elapsed:.0f} s elapsed, {rest}"
 
 
 class Reporter(Protocol):
-    """What shows progress: called every TICK_SECONDS while a stage runs and once, finished, when it ends."""
+    """What shows progress: called every TICK_SECONDS while a stage runs and once, finished (and failed if it
+    ended by an exception), when it ends."""
 
     def __call__(self, progress: StageProgress) -> None: ...
 
 
 class TerminalProgress:
     """Progress on a stream (stderr by default): on a terminal one line redrawn in place and cleared when the
-    stage ends (the run's own stage line follows); elsewhere a plain line every ``every`` seconds and, for a stage
-    that showed one, a last one when it ends, written to ``log`` (INFO) when given, else the stream."""
+    stage ends (the run's own stage line, or its error, follows); elsewhere a plain line every ``every`` seconds
+    and, for a stage that showed one and completed, a last one when it ends, written to ``log`` (INFO) when
+    given, else the stream."""
 
     def __init__(self, stream: TextIO | None = None, every: float = 10.0,
                  log: logging.Logger | logging.LoggerAdapter | None = None):
@@ -125,6 +131,8 @@ class TerminalProgress:
             self.stream.flush()
             return
         last = self.shown.get(progress.stage)
+        if progress.failed:
+            return
         if (progress.finished and last is not None) or progress.elapsed - (last or 0.0) >= self.every:
             self.shown[progress.stage] = progress.elapsed
             if self.log is not None:
@@ -181,14 +189,17 @@ class _Tracker:
         ticker = threading.Thread(target=contextvars.copy_context().run, args=(self._tick, stop),
                                   name=f"sdc-progress-{name}", daemon=True)  # the caller's context: its flow run
         ticker.start()
+        failed = True
         try:
             yield
+            failed = False
         finally:
             stop.set()
             ticker.join()
-            self.show(self.snapshot(finished=True))
+            ended = self.snapshot(finished=True)
             with self.lock:
                 self.current, self.parts = None, None
+            self.show(dataclasses.replace(ended, failed=failed))
 
     def _tick(self, stop: threading.Event) -> None:
         """Show the stage's progress every TICK_SECONDS until ``stop`` is set."""

@@ -98,3 +98,15 @@ def test_a_flow_run_has_a_progress_artifact_per_stage(prefect_harness):
             type=ArtifactFilterType(any_=["progress"])))
     assert sorted((a.description, a.data) for a in artifacts) == [
         ("block: 2/2 files, 0 s elapsed, done", 100.0), ("write: 5/5 files, 0 s elapsed, done", 100.0)]
+
+
+def test_a_stage_ended_by_an_exception_clears_the_terminal_line_and_claims_nothing_done():
+    terminal, plain, seen = Terminal(), io.StringIO(), []
+    with pytest.raises(KeyboardInterrupt), tracking([TerminalProgress(terminal), TerminalProgress(plain), seen.append]):
+        with stage("mask"):
+            count(2, 5, "files")
+            raise KeyboardInterrupt
+    [ended] = seen
+    assert ended.finished and ended.failed and ended.line() == "mask: 2/5 files, 0 s elapsed, stopped"
+    assert ended.fraction() == 0.4
+    assert terminal.getvalue() == "\r\x1b[2K" and plain.getvalue() == ""
