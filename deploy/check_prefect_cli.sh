@@ -7,7 +7,7 @@
 #
 #   bash deploy/check_prefect_cli.sh          # from the repository root, with the package's environment active
 #
-# About 2 minutes on 2 cores; too slow for the test suite, which drives the same path through Prefect's client
+# About a minute on 2 cores; too slow for the test suite, which drives the same path through Prefect's client
 # (tests/test_scheduled.py).
 set -euo pipefail
 cd "$(dirname "$0")/.."
