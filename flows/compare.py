@@ -7,6 +7,7 @@ and publishes the ranking as Markdown and table artifacts (statistics only, no r
 
 from __future__ import annotations
 
+import numbers
 from pathlib import Path
 from time import perf_counter
 
@@ -20,7 +21,9 @@ from sdc_tasks.comparison.outputs import (
     compared,
     comparison_ranking_section,
     comparison_summary,
+    front_section,
     headline,
+    map_picture,
     ranking_columns,
     write_comparison,
     write_release_spec,
@@ -36,7 +39,7 @@ from sdc_tasks.comparison.run import (
 )
 from sdc_tasks.errors import value_free
 from sdc_tasks.outputs import atomic_output_dir
-from sdc_tasks.report import markdown_section
+from sdc_tasks.report import format_value, markdown_section
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -68,11 +71,13 @@ def report(c: Comparison, root: str, final_dir: str) -> dict:
     publish the ranking as Markdown and table artifacts, with the map's final path."""
     written = {k: str(v) for k, v in write_comparison(c, root).items()}
     map_path = Path(final_dir) / Path(written["ru_map"]).name
-    text = "\n".join([f"**{headline(c)}**", "", f"R-U map: `{map_path}`", "",
+    text = "\n".join([f"**{headline(c)}**", "", f"Written to `{Path(final_dir)}` (R-U map: `{map_path.name}`)", "",
+                      *markdown_section(front_section(c, map_picture(c)), inline=True),
                       *markdown_section(comparison_ranking_section(c))])
     create_markdown_artifact(text, key="comparison-ranking", description=f"Ranking of {c.grid.name}")
-    create_table_artifact(c.table[list(ranking_columns(c))].to_dict("records"), key="comparison-table",
-                          description=f"Ranking of {c.grid.name}")
+    rows = [{k: format_value(v) if isinstance(v, numbers.Real) and not isinstance(v, bool) else v
+             for k, v in row.items()} for row in c.table[list(ranking_columns(c))].to_dict("records")]
+    create_table_artifact(rows, key="comparison-table", description=f"Ranking of {c.grid.name}")
     return written
 
 

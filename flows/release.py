@@ -98,6 +98,13 @@ def evaluate(spec: ReleaseSpec, paths: stages.ReleasePaths) -> dict:
     return stages.evaluate_release(spec, paths)
 
 
+@task(name="profile", task_run_name="profile", **IO_STAGE)
+@value_free("profile")
+def profile(spec: ReleaseSpec, paths: stages.ReleasePaths) -> dict:
+    """The report's per-variable figures: distributions, each variable's share of the measures, correlations."""
+    return stages.profile_release(spec, paths)
+
+
 @task(name="gate", task_run_name="gate", **STAGE)
 @value_free("gate")
 def gate(spec: ReleaseSpec, metrics: dict) -> tuple[GateCheck, ...]:
@@ -113,7 +120,8 @@ def report(summary: ReleaseSummary, root: Path) -> None:
     publish_artifacts(summary.as_dict(), "release", summary.name)
 
 
-TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=evaluate, gate=gate, publish=report)
+TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=evaluate, profile=profile, gate=gate,
+               publish=report)
 
 
 @flow(name="release", log_prints=False, persist_result=False)

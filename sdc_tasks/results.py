@@ -14,16 +14,11 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
+from sdc_tasks.report.document import HEADLINE_CSS
+from sdc_tasks.report.headline import headline_html, key_numbers, metrics_headline
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
-
-HEADLINE = ("IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil", "Dist_mean", "ACTBIL",
-            "kanon_min_group", "kanon_violations_2", "kanon_violations_3", "kanon_violations_5", "sample_uniques",
-            "indiv_risk_max", "indiv_risk_mean", "PLD_cat")
-"""The keys :meth:`Metrics.summary` shows, those an evaluation computed, in this order: information loss, linkage
-and interval disclosure, the scores (sdc_methods_comparison_chapter.txt sec. 4), then the categorical measures
-(chapter sec. 5; docs/categorical.md)."""
 
 FRAME_COLUMNS = ("key", "value", "family", "group", "unit", "direction", "description")
 PLOT_COLUMNS = 4
@@ -70,9 +65,11 @@ class Metrics(Mapping[str, Any]):
         return pd.DataFrame(rows, columns=list(FRAME_COLUMNS))
 
     def summary(self) -> pd.Series:
-        """The headline numbers computed (:data:`HEADLINE`): IL, PIL, DLD, PLD, ID and the scores; for
-        categorical families the k-anonymity violations, sample uniques, individual risk and PLD_cat."""
-        return pd.Series({k: self._values[k] for k in HEADLINE if k in self._values}, name="value", dtype=float)
+        """The headline numbers computed, those a report's headline shows
+        (:data:`sdc_tasks.report.headline.HEADLINE_KEYS`): IL, PIL, DLD, PLD, ID and the score (score_simple without
+        PLD); for categorical families the records violating 3-anonymity, sample uniques, the largest individual
+        risk and PLD_cat."""
+        return pd.Series({n.key: n.value for n in key_numbers(self._values)}, name="value", dtype=float)
 
     def _records_line(self) -> str:
         """'1080 masked records against 1080 original ones, paired by id, 13 continuous variables'."""
@@ -95,10 +92,11 @@ class Metrics(Mapping[str, Any]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """The headline numbers, then one table per group of the catalogue (Jupyter)."""
+        """The headline block of the reports (its key numbers and records), then one table per group of the
+        catalogue, values to 4 significant digits (Jupyter)."""
         frame = self.to_frame()
-        parts = [f"<p><b>Metrics</b>: {html.escape(self._records_line())}</p>",
-                 self.summary().to_frame().to_html(float_format=lambda v: f"{v:.4f}")]
+        parts = [f"<style>{HEADLINE_CSS}</style>",
+                 headline_html(metrics_headline(self._values, self._records_line()), link_prefix="")]
         for group in GROUP_ORDER:
             rows = frame[frame["group"] == group]
             if len(rows):

@@ -376,12 +376,14 @@ def test_metrics_is_a_read_only_mapping_described_by_the_catalogue(census_metric
 def test_summary_repr_and_html_show_the_headline(census_metrics):
     _, _, metrics = census_metrics
     summary = metrics.summary()
-    assert list(summary.index) == ["IL", "PIL", "DLD", "PLD", "ID", "score", "score_simple", "score_pil"]
+    assert list(summary.index) == ["IL", "PIL", "DLD", "PLD", "ID", "score"]
     assert summary["DLD"] == metrics["DLD"]
     text = repr(metrics)
     assert f"{metrics['IL']:.4f}" in text and "300 masked records against 300 original ones" in text
     page = metrics._repr_html_()
     assert page.count("<table") == 1 + 4 and "Information loss" in page and "Disclosure risk" in page
+    assert page.index('class="headline"') < page.index("<h4>") and page.count('class="card"') == 6
+    assert f'<div class="value">{metrics["DLD"]:.4g}</div>' in page
 
 
 def test_ru_figure_places_the_evaluation_at_its_il_and_risk(census_metrics):

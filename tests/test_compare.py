@@ -13,6 +13,7 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
+from sdc_tasks import report as R
 from sdc_tasks.cli import app
 from sdc_tasks.comparison import outputs as O
 from sdc_tasks.comparison import run as C
@@ -238,8 +239,9 @@ def test_small_grid_writes_every_output(small_run):
     assert (out / "ru_map.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     md = (out / "ranking.md").read_text()
     assert "| Method | IL | DLD | PLD | ID | Score | IL-Rank | DLD-Rank | PLD-Rank | ID-Rank |" in md
-    assert "![R-U confidentiality map](ru_map.png)" in md
-    assert '<img src="ru_map.png"' in (out / "report.html").read_text()
+    assert "![R-U confidentiality map of every configuration, the chosen one ringed](ru_map.png)" in md
+    page = (out / "report.html").read_text()
+    assert R.Picture("", (out / "ru_map.png").read_bytes()).data_uri() in page and 'src="ru_map.png"' not in page
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["Mic3mul07"]["params"] == {"k": 7, "group_size": 3, "block_size": 12000}
     assert metrics["Rank15"]["n"] == 1080 and "PIL" in metrics["Rank15"]

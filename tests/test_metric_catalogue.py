@@ -192,3 +192,17 @@ def test_docs_key_table_is_current():
     assert cat.with_key_table(text) == text, f"docs/metrics.md's key table is stale; rewrite it with {REFRESH}"
     assert cat.markdown_key_table().count("\n") == len(cat.MEASURES) + 2
 
+
+
+def test_every_catalogue_row_has_an_anchored_entry_and_a_definition_in_the_docs():
+    text = (ROOT / "docs" / "metrics.md").read_text()
+    definitions = text[:text.index("## All keys")]
+    anchors = [cat.row_anchor(m) for m in cat.MEASURES]
+    assert len(set(anchors)) == len(anchors)
+    for measure, anchor in zip(cat.MEASURES, anchors):
+        assert f'<a id="{anchor}"></a>`{measure.key}`' in text, measure.key
+        numbered = measure.key.endswith("_<i>")  # DLD_<i> is defined as DLD_i, ID_<i> as ID_p
+        word = re.escape(measure.key[:-3]) + r"[a-z]\b" if numbered else re.escape(measure.key) + r"(?![\w])"
+        assert re.search(rf"(?<![\w]){word}", definitions), f"{measure.key} is not defined"
+    assert cat.anchor_of("DLD_3") == "dld-i" and cat.docs_link("MSE_X") == "docs/metrics.md#mse-x"
+    assert "METRICS.md" not in text and "shared/" not in text

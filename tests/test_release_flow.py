@@ -179,15 +179,19 @@ def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
             artifact_filter=ArtifactFilter(), flow_run_filter=this_run, task_run_filter=TaskRunFilter(),
             limit=200, offset=0, sort=ArtifactSort.CREATED_DESC)}
     names = {r.name for r in runs}
-    assert {"validate", "block step 0", "mask step 0: md", "write step 0", "evaluate", "gate", "report"} <= names
+    assert {"validate", "block step 0", "mask step 0: md", "write step 0", "evaluate", "profile", "gate",
+            "report"} <= names
     assert all(r.state.is_completed() and r.total_run_time.total_seconds() > 0 for r in runs)
-    keys = {"release-report", "release-il", "release-dr", "release-scores", "release-ru-map", "release-output"}
-    assert keys <= set(artifacts)
-    out = (tmp_path / "release").resolve()
-    assert out.as_uri() in artifacts["release-output"].data
-    assert (out / "ru_map.png").as_uri() in artifacts["release-ru-map"].data
-    dr = {row["measure"] for row in json.loads(artifacts["release-dr"].data)}
-    assert {"DLD", "PLD", "ID"} <= dr and "IL" not in dr
+    assert set(artifacts) == {"release-report", "release-il", "release-dr", "release-scores"}
+    # the UI shows what an artifact holds: pictures inline, never a link to a file on the run's machine
+    assert not any("file:" in str(a.data) for a in artifacts.values())
+    report = artifacts["release-report"].data
+    assert report.startswith("# Release report: census-demo\n\n**PUBLISHED**")
+    assert report.count("](data:image/png;base64,") == 4
+    rows = json.loads(artifacts["release-dr"].data)
+    assert {"DLD", "PLD", "ID"} <= {row["measure"] for row in rows} and "IL" not in {row["measure"] for row in rows}
+    dld = next(row for row in rows if row["measure"] == "DLD")
+    assert dld["value"] == f"{state.result().metrics['DLD']:.4g}" and dld["unit"] == "percent"
 
 
 def test_stage_spans_follow_each_other_and_match_the_stage_seconds(published):

@@ -141,3 +141,16 @@ def test_the_input_file_is_opened_at_most_four_times(tmp_path, client, monkeypat
     summary = run_release(load_spec(write_spec(tmp_path, steps=MDAV)), client=client)
     assert summary.published and summary.records_out == 1080
     assert 1 <= len(opens) <= 4
+
+
+def test_the_release_report_opens_with_the_headline_and_shows_each_variable(published):
+    _, summary = published
+    text = summary.paths.report_html.read_text()
+    assert text.index('<section class="headline"') < text.index("<h2") and "PUBLISHED" in text[:text.index("<h2")]
+    variables = summary.profile["variables"]
+    assert [v["variable"] for v in variables] == load_spec(bundled_path("demo.yaml")).variables.continuous
+    # every variable holds all n paired records: the means of the per-variable ID and brMAE are the release's
+    assert sum(v["measures"]["ID"] for v in variables) / len(variables) == pytest.approx(summary.metrics["ID"])
+    assert sum(v["measures"]["brMAE"] for v in variables) / len(variables) == pytest.approx(summary.metrics["brMAE"])
+    assert text.count('<img src="data:image/png;base64,') == 4  # distributions, DLD curve, correlations, R-U map
+    assert 'src="ru_map.png"' not in text

@@ -1,17 +1,18 @@
-"""Tests for sdc_tasks.report: Pareto front, headline, metric order and units, HTML escaping, deterministic PNG,
+"""Tests for sdc_tasks.report: Pareto front, the headline block, metric order, units and definitions, the HTML's
+structure (headline first, self-contained, every metric with a unit), per-variable sections, deterministic PNG,
 files."""
 
 from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
+from html.parser import HTMLParser
 
+import numpy as np
 import pytest
 
 from sdc_tasks import report
-
-ROOT = Path(__file__).resolve().parents[1]
+from sdc_tasks.metrics.variable_profile import variable_profile
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 
@@ -40,8 +41,10 @@ def summary(passed: bool = True) -> dict:
                     "DLD_1": 3.0, "ID": 15.0, "IL1": 11.0, "my_extra": 1.5, "MSE_V": 0.01, "n": 1080,
                     "key_vars": ["AFNLWGT", "AGI"], "method": "mdav"},
         "gate": {"passed": passed,
-                 "checks": [{"measure": "DLD", "value": dld, "limit": 5.0, "op": "<=", "passed": passed},
-                            {"measure": "IL", "value": 12.0, "limit": 40.0, "op": "<=", "passed": True}],
+                 "checks": [{"measure": "DLD", "value": dld, "limit": 5.0, "op": "<=", "passed": passed,
+                             "margin": round(5.0 - dld, 12)},
+                            {"measure": "IL", "value": 12.0, "limit": 40.0, "op": "<=", "passed": True,
+                             "margin": 28.0}],
                  "published": passed},
         "stage_seconds": {"validate": 0.1, "mask": 0.5, "evaluate": 1.2},
         "ru_points": copy.deepcopy(RU_POINTS[:1]),
@@ -59,10 +62,11 @@ def test_pareto_front_drops_non_finite_points_and_handles_one_point():
     assert report.pareto_front([]) == []
 
 
-def test_markdown_headline_refused_names_failing_check():
+def test_markdown_headline_refused_names_failing_check_with_its_margin():
     md = report.render_markdown(summary(passed=False))
     assert "**REFUSED**" in md
     assert "DLD = 7.2 > limit 5.0" in md
+    assert "| DLD | 7.2 | <= 5.0 | -2.2 | FAIL |" in md
     assert "PUBLISHED" not in md
     assert "IL = 12.0 > limit" not in md
 
@@ -71,14 +75,31 @@ def test_markdown_headline_published_when_gate_passed():
     md = report.render_markdown(summary(passed=True))
     assert "**PUBLISHED**" in md
     assert "REFUSED" not in md
-    assert md.startswith("# Release report: census-demo\n")
-    assert "![R-U confidentiality map](ru_map.png)" in md
+    assert md.startswith("# Release report: census-demo\n\n**PUBLISHED**: all 2 gate checks passed\n")
+    assert "| DLD | 4.2 | <= 5.0 | 0.8 | pass |" in md
+    assert "**Records in**: 1080" in md and "**Method chain**: mdav (k=3)" in md and "**Run time**: 1.8 s" in md
     assert "| 1 | mdav | k=3 | AFNLWGT, AGI | 4 | 0.50 |" in md
+
+
+def test_markdown_names_the_map_file_and_artifacts_inline_every_picture():
+    s = summary()
+    ru = report.ru_picture(s)
+    assert "![R-U confidentiality map: information loss IL" in report.render_markdown(s, ru)
+    assert "(ru_map.png)" in report.render_markdown(s, ru)
+    inline = report.render_markdown(s, ru, inline=True)
+    assert "(ru_map.png)" not in inline and "](data:image/png;base64," in inline
 
 
 def test_headline_held_when_gate_passed_but_not_published():
     gate = summary()["gate"] | {"published": False}
     assert report.release_status(gate)[0] == "HELD"
+
+
+def test_headline_key_numbers_carry_unit_and_gate_limit():
+    numbers = {n.key: n for n in report.headline(summary()).numbers}
+    assert list(numbers) == ["IL", "DLD", "ID", "score_simple"]  # score_simple stands in for score (no PLD)
+    assert (numbers["DLD"].unit, numbers["DLD"].limit, numbers["DLD"].anchor) == ("percent", 5.0, "dld")
+    assert numbers["ID"].limit is None
 
 
 def test_metric_rows_follow_catalogue_order_and_skip_bookkeeping():
@@ -90,42 +111,150 @@ def test_metric_rows_follow_catalogue_order_and_skip_bookkeeping():
     assert all(r["description"] for r in rows if r["group"] != "Other")
     assert "key variables 1..2" in rows[4]["description"]
     assert [r["unit"] for r in rows[:3]] == ["percent", "percent", "fourth-power data units"]
-    assert rows[-1]["unit"] == rows[-1]["description"] == ""
+    assert [r["anchor"] for r in rows[3:6]] == ["dld-i", "dld-i", "dld"]
+    assert rows[-1]["unit"] == rows[-1]["description"] == rows[-1]["anchor"] == ""
 
 
-def test_metric_tables_show_the_catalogue_units_and_name_the_definitions_file():
+def test_metric_tables_show_the_catalogue_units_and_the_definitions():
     s = summary()
-    s["metrics"] |= {"MAE_X": 2.5, "MV_X": 0.1, "kanon_min_group": 3.0}
+    s["metrics"] |= {"MAE_X": 2.5, "MSE_X": 6.25, "MV_X": 0.1, "kanon_min_group": 3.0, "IL1_zero_cells": 4.0}
     md = report.render_markdown(s)
     assert "| Measure | Value | Unit | Description |" in md
     assert re.search(r"\| MAE_X \| 2\.5 \| data units \| Mean absolute error", md)
+    assert re.search(r"\| MSE_X \| 6\.25 \| squared data units \| Mean square error", md)
     assert re.search(r"\| MV_X \| 0\.1 \| fraction \|", md)
+    assert "| IL1_zero_cells | 4 | cells |" in md
     assert "(fraction)" not in md and "(%)" not in md
     assert "k-anonymity) (higher is better)" in md
-    cited = re.search(r"Definitions: (\S+)", md).group(1)
-    assert (ROOT / cited).is_file()
+    assert "| MAE_X | Mean absolute error of the cells of the data matrix; range 0 or more; lower is better | data " \
+           "units | statistical_databases_survey.txt" in md
+    assert "docs/metrics.md#mae-x |" in md and "METRICS.md" not in md and "shared/" not in md
 
 
 def test_metric_groups_appear_in_order_in_markdown():
     md = report.render_markdown(summary())
     heads = [md.index(f"### {g}") for g in ("Information loss", "Disclosure risk", "Score", "Other")]
     assert heads == sorted(heads)
-    assert "| DLD | 4.2 |" in md
+    assert "| DLD | 4.2 | percent |" in md
 
 
-def test_html_escapes_title_and_is_standalone():
-    s = summary()
+class Page(HTMLParser):
+    """The parts of an HTML page the structure tests read: ids, attribute values naming resources, tables."""
+
+    def __init__(self, text: str) -> None:
+        super().__init__()
+        self.ids, self.refs, self.tables, self.order = set(), [], [], []
+        self._cell: list[str] | None = None
+        self.feed(text)
+
+    def handle_starttag(self, tag, attrs):
+        """Record ids, src/href values, element order and table structure."""
+        attrs = dict(attrs)
+        if "id" in attrs:
+            self.ids.add(attrs["id"])
+        self.refs += [(tag, k, v) for k, v in attrs.items() if k in ("src", "href", "srcset", "data", "action")]
+        self.order.append((tag, attrs.get("class")))
+        if tag == "table":
+            self.tables.append([])
+        elif tag == "tr":
+            self.tables[-1].append([])
+        elif tag in ("td", "th"):
+            self._cell = []
+
+    def handle_endtag(self, tag):
+        """Close a cell."""
+        if tag in ("td", "th") and self._cell is not None:
+            self.tables[-1][-1].append("".join(self._cell).strip())
+            self._cell = None
+
+    def handle_data(self, data):
+        """Collect a cell's text."""
+        if self._cell is not None:
+            self._cell.append(data)
+
+
+def test_html_is_self_contained_with_the_headline_first():
+    s = summary(passed=False)
     s["title"] = "<script>alert(1)</script> & co"
-    page = report.render_html(s)
-    assert "<script>" not in page
-    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in page
-    assert '<img src="ru_map.png"' in page
-    assert "http" not in page
+    text = report.render_html(s, report.ru_picture(s))
+    page = Page(text)
+    assert "<script>" not in text and "<link" not in text and "@import" not in text and "url(" not in text
+    assert "&lt;script&gt;alert(1)&lt;/script&gt; &amp; co" in text
+    assert page.refs, "the page has pictures and links"
+    for tag, attr, value in page.refs:
+        if attr == "src":
+            assert tag == "img" and value.startswith("data:image/png;base64,"), value[:40]
+        else:
+            assert attr == "href" and value.startswith("#") and value[1:] in page.ids, value
+    first_heading = next(i for i, (tag, _) in enumerate(page.order) if tag == "h2")
+    headline = page.order.index(("section", "headline"))
+    assert headline < first_heading
+    assert text.index("REFUSED") < text.index("<h2")
+    checks = page.tables[0]
+    assert checks[0] == ["Gate check", "Value", "Limit", "Margin", "Result"]
+    assert checks[1] == ["DLD", "7.2", "<= 5.0", "-2.2", "FAIL"]
+    assert "@media print" in text
 
 
-def test_reports_without_map_name_have_no_image():
-    assert "ru_map.png" not in report.render_markdown(summary(), ru_map_name=None)
-    assert "<img" not in report.render_html(summary(), ru_map_name=None)
+def test_every_metric_row_of_the_html_has_a_unit():
+    s = summary()
+    s["metrics"] |= {"MAE_X": 2.5, "PIL": 30.0, "kanon_violations_3": 12.0}
+    tables = [t for t in Page(report.render_html(s)).tables if t and t[0][:3] == ["Measure", "Value", "Unit"]]
+    rows = [r for t in tables for r in t[1:]]
+    assert len(rows) == len(report.metrics_table_rows(s["metrics"]))
+    assert all(r[2] for r in rows)
+    assert {r[0]: r[2] for r in rows}["my_extra"] == "unknown"
+
+
+def test_reports_without_map_have_no_map_image():
+    assert "ru_map.png" not in report.render_markdown(summary())
+    text = report.render_html(summary())
+    assert 'alt="R-U confidentiality map' not in text and text.count("<img") == 1  # the DLD curve only
+
+
+def test_profile_sections_show_each_variable_and_its_pictures():
+    rng = np.random.default_rng(5)
+    x = rng.gamma(2.0, 1000.0, size=(400, 2))
+    xm = x + rng.normal(0, 100.0, size=x.shape)
+    ids = np.arange(400)
+    s = summary()
+    s["profile"] = {"variables": [variable_profile(v, x[:, j], xm[:, j], ids) for j, v in enumerate(("AGI", "TAX"))],
+                    "correlation": {"variables": ["AGI", "TAX"], "original": [[1.0, 0.2], [0.2, 1.0]],
+                                    "masked": [[1.0, 0.25], [0.25, 1.0]]}, "risk_before": None}
+    text = report.render_html(s)
+    tables = Page(text).tables
+    distributions = next(t for t in tables if t[0][:2] == ["Variable", "File"])
+    assert [r[:2] for r in distributions[1:]] == [["AGI", "original"], ["AGI", "masked"], ["TAX", "original"],
+                                                   ["TAX", "masked"]]
+    assert distributions[1][2] == report.format_value(x[:, 0].mean())
+    shares = next(t for t in tables if t[0][:2] == ["Variable", "IL1 (percent)"])
+    assert shares[0] == ["Variable", "IL1 (percent)", "PIL_Q (fraction)", "PIL_m1 (fraction)", "PIL_m2 (fraction)",
+                         "brMAE (fraction)", "ID (percent)"]
+    assert text.count("<img") == 3  # distributions, DLD curve, correlation difference
+    assert text.index("Per variable") < text.index("Distance-based linkage") < text.index("All metrics")
+
+
+def test_risk_before_and_after_is_shown_for_categorical_keys():
+    s = summary()
+    s["metrics"] |= {"kanon_violations_3": 10.0, "sample_uniques": 4.0, "indiv_risk_max": 0.25}
+    s["profile"] = {"variables": [], "correlation": None,
+                    "risk_before": {"kanon_violations_3": 120.0, "sample_uniques": 60.0, "indiv_risk_max": 1.0}}
+    md = report.render_markdown(s)
+    assert "| kanon_violations_3 | 120 | 10 | records |" in md
+    assert "| indiv_risk_max | 1.0 | 0.25 | fraction |" in md
+
+
+def test_gate_limits_bound_the_map_axes_and_the_chosen_point_is_ringed():
+    limits = report.gate_limits({"DLD": 40.0, "ID": 80.0, "IL": 20.0, "PLD": 90.0}, {"DLD": 0.5, "ID": 0.5})
+    assert [(lim.axis, lim.value) for lim in limits] == [("dr", 60.0), ("il", 20.0)]
+    assert report.gate_limits({"DLD": 40.0}, {"DLD": 0.5, "ID": 0.5}) == ()  # ID unbounded: the axis is too
+    fig = report.ru_map_figure(RU_POINTS, limits=limits, chosen="mdav k=3")
+    ax = fig.axes[0]
+    legend = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert "chosen: mdav k=3" in legend and any(t.startswith("limits DLD <= 40 and ID <= 80") for t in legend)
+    ring = next(c for c in ax.collections if c.get_label() == "chosen: mdav k=3")
+    assert ring.get_offsets().tolist() == [[45.0, 8.0]]
+    assert [line.get_xdata()[0] for line in ax.lines if line.get_label().startswith("limits")] == [60.0]
 
 
 def test_ru_map_png_is_valid_and_deterministic(tmp_path):
@@ -145,6 +274,8 @@ def test_write_report_writes_files(tmp_path, ru_points, expected):
     s["ru_points"] = ru_points
     paths = report.write_report(s, tmp_path / "out")
     assert set(paths) == expected
+    if "ru_map" in paths:  # the page holds the map itself, the same picture as the file beside it
+        assert report.Picture("", paths["ru_map"].read_bytes()).data_uri() in paths["html"].read_text()
     assert all(p.is_file() and p.parent == tmp_path / "out" for p in paths.values())
     assert {p.name for p in (tmp_path / "out").iterdir()} == {p.name for p in paths.values()}
     assert paths["markdown"].name == "report.md" and paths["html"].name == "report.html"

@@ -135,8 +135,8 @@ def map_labels(c: Comparison) -> dict[str, str]:
     return {"risk_label": risk_label(c.risk_setup)}
 
 
-def front_section(c: Comparison, map_name: str | None) -> R.Section:
-    """The R-U map and the configurations on its Pareto front (lowest risk first)."""
+def front_section(c: Comparison, picture: R.Picture | None) -> R.Section:
+    """The R-U map (``picture``) and the configurations on its Pareto front (lowest risk first)."""
     front = R.pareto_front(map_points(c))
     rows = [(p["label"], p["group"], R.format_value(p["dr"]), R.format_value(p["il"])) for p in front]
     note = (f"Risk axis: {risk_label(c.risk_setup)}, the disclosure-risk half of the score scaled to weights summing "
@@ -144,8 +144,9 @@ def front_section(c: Comparison, map_name: str | None) -> R.Section:
     if c.grid.categorical:
         note = "Risk axis: PLD_cat; loss axis: AIL Rank (ranks within this grid). "
     note += ("One marker per method family; the step line is the Pareto front (statistical_databases_survey.txt, "
-             "R-U maps).")
-    return R.Section("R-U confidentiality map", paragraphs=[note], image=map_name,
+             "R-U maps); the ringed point is the configuration chosen (the best within the limits, else the best "
+             "score); dotted lines are the limits where they bound an axis.")
+    return R.Section("R-U confidentiality map", paragraphs=[note], pictures=[picture] if picture else [],
                      table=R.Table(("Pareto configuration", "Family", "Risk, %",
                                     "AIL Rank" if c.grid.categorical else "IL, %"), rows))
 
@@ -182,9 +183,27 @@ def best_score(c: Comparison) -> float:
     return ranking_score(c.best.metrics, c.risk_setup)
 
 
-def comparison_sections(c: Comparison, map_name: str | None) -> list[R.Section]:
-    """Every report section after the headline."""
-    return [settings_section(c), front_section(c, map_name), comparison_ranking_section(c)]
+def comparison_sections(c: Comparison, picture: R.Picture | None) -> list[R.Section]:
+    """Every report section after the headline (``picture``: the R-U map)."""
+    return [settings_section(c), front_section(c, picture), comparison_ranking_section(c)]
+
+
+def chosen_label(c: Comparison) -> str:
+    """The configuration a comparison recommends: the best within its limits, else the best score."""
+    return c.best.config.label if c.best is not None else str(c.table.iloc[0].Method)
+
+
+def map_picture(c: Comparison) -> R.Picture:
+    """The comparison's R-U map: every configuration, the chosen one ringed, the limits that bound an axis
+    (continuous grids: risk 0.25 DLD + 0.25 PLD + 0.5 ID, sdc_tasks.comparison.run.risk)."""
+    dld, pld = RISK_SETUPS[c.risk_setup]
+    limits = {} if c.grid.categorical else {"IL": c.limits.get("IL"), dld: c.limits.get(dld),
+                                            pld: c.limits.get(pld), "ID": c.limits.get("ID")}
+    bounds = R.gate_limits({k: v for k, v in limits.items() if v is not None}, {dld: 0.25, pld: 0.25, "ID": 0.5})
+    figure = R.ru_map_figure(map_points(c), label_front_only=True, limits=bounds, chosen=chosen_label(c),
+                             **map_labels(c))
+    return R.Picture("R-U confidentiality map of every configuration, the chosen one ringed",
+                     R.png_bytes(figure), R.RU_MAP_NAME)
 
 
 def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
@@ -194,9 +213,10 @@ def write_comparison(c: Comparison, out_dir: str | Path) -> dict[str, Path]:
     paths = {kind: out / name for kind, name in FILES.items()}
     c.table.to_parquet(paths["parquet"], index=False)
     c.table.to_csv(paths["csv"], index=False)
-    R.ru_map_png(map_points(c), paths["ru_map"], label_front_only=True, **map_labels(c))
+    picture = map_picture(c)
+    paths["ru_map"].write_bytes(picture.png)
     title = f"Method comparison: {c.grid.name} on {Path(c.source.path).name}"
-    sections = comparison_sections(c, R.RU_MAP_NAME)
+    sections = comparison_sections(c, picture)
     paths["markdown"].write_text(R.markdown_document(title, f"**{headline(c)}**", sections), encoding="utf-8")
     paths["html"].write_text(R.html_page(title, f"<p><strong>{html.escape(headline(c))}</strong></p>", sections),
                              encoding="utf-8")

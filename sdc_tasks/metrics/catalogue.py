@@ -356,7 +356,23 @@ def gated_families(key: str) -> tuple[str, ...] | None:
     return (measure.family,) if measure.family in FAMILIES else None
 
 
-def _range_text(bounds: tuple[float, float] | None) -> str:
+def row_anchor(measure: Measure) -> str:
+    """The anchor of a catalogue row in docs/metrics.md's key table ("dld-i" for DLD_<i>, "il1" for IL1): its key in
+    lower case, every run of characters other than letters and digits a hyphen."""
+    return re.sub(r"[^a-z0-9]+", "-", measure.key.lower()).strip("-")
+
+
+def anchor_of(key: str) -> str:
+    """The anchor of the catalogue row that describes a metrics.json key (DLD_3: "dld-i")."""
+    return row_anchor(measure_of(key))
+
+
+def docs_link(key: str) -> str:
+    """Where a key is defined: docs/metrics.md#ANCHOR."""
+    return f"{DOCS}#{anchor_of(key)}"
+
+
+def range_text(bounds: tuple[float, float] | None) -> str:
     """A range as "0 to 100", "0 or more" or "" (no number)."""
     if bounds is None:
         return ""
@@ -377,8 +393,9 @@ def markdown_key_table() -> str:
              "|---|---|---|---|---|---|---|---|"]
     for m in MEASURES:
         better = {LOWER: "lower", HIGHER: "higher"}.get(m.direction, "")
-        lines.append("| " + " | ".join(_md_cell(t) for t in (f"`{m.key}`", m.family, m.group, m.description, m.unit,
-                                                          better, _range_text(m.range), m.source)) + " |")
+        lines.append("| " + " | ".join(_md_cell(t) for t in (
+            f'<a id="{row_anchor(m)}"></a>`{m.key}`', m.family, m.group, m.description, m.unit, better,
+            range_text(m.range), m.source)) + " |")
     return "\n".join(lines) + "\n"
 
 

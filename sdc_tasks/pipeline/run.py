@@ -28,6 +28,7 @@ from sdc_tasks.pipeline.stages import (
     evaluate_release,
     mask_stage,
     needs_blocks,
+    profile_release,
     remove_tree,
     validate_input,
     write_stage,
@@ -49,6 +50,7 @@ class Stages:
     mask: Callable[..., dict] = mask_stage
     write: Callable[..., dict] = write_stage
     evaluate: Callable[..., dict] = evaluate_release
+    profile: Callable[..., dict] = profile_release
     gate: Callable[..., tuple] = gate_checks
     publish: Callable[..., Any] = publish
 
@@ -185,8 +187,11 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
     log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
              times.seconds["validate"])
     steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
-    with times.timed("evaluate"), progress_stage("evaluate"):
-        metrics = stages.evaluate(spec, paths)
+    with times.timed("evaluate"):
+        with progress_stage("evaluate"):
+            metrics = stages.evaluate(spec, paths)
+        with progress_stage("profile"):
+            profile = stages.profile(spec, paths)
     progress["metrics"] = metrics
     log.info("evaluated in %.1f s", times.seconds["evaluate"])
     checks = stages.gate(spec, metrics)
@@ -195,7 +200,8 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
         log.warning(refusal_message(checks))
         remove_tree(paths.masked)
     remove_tree(root / WORK_DIR)
-    summary = release_summary(spec, facts["n_records"], records_out, steps, metrics, checks, times, started)
+    summary = release_summary(spec, facts["n_records"], records_out, steps, metrics, checks, times, started,
+                              profile)
     stages.publish(summary, root)
     return summary
 

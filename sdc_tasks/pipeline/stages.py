@@ -17,6 +17,7 @@ import dask.dataframe as dd
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import block_for, mask_for
@@ -164,6 +165,16 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
                        weight=roles.weight)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
+
+
+def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
+    """The per-variable figures of the release's report (sdc_tasks.evaluation.profile.release_profile): masked/
+    against the original, the categorical keys' risk before masking when the spec computes ``cat_risk``."""
+    original = original_records(spec, paths.checkpoint)
+    roles = spec.variables
+    keys = spec.categorical_keys if "cat_risk" in spec.metrics else []
+    return release_profile(original, read_table(paths.masked, "parquet"), spec.id_column, list(roles.continuous),
+                           list(roles.categorical), list(keys), roles.weight, category_orders(spec, original))
 
 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:

@@ -56,7 +56,8 @@ class ReleaseSummary:
     against its original (no verdict, checks, steps, spec hash or seed). ``metrics``: the flat metrics.json
     mapping; ``records_in``/``records_out``: records of the original and of the masked data (written, but
     published only when the verdict is "published"); ``columns``: what the run did with each input column;
-    ``label``: the masked data's point on the R-U map."""
+    ``label``: the masked data's point on the R-U map; ``profile``: the per-variable figures of the report
+    (sdc_tasks.evaluation.profile.release_profile), None when not computed."""
 
     kind: Literal["release", "evaluation"]
     name: str
@@ -78,6 +79,7 @@ class ReleaseSummary:
     started: str
     finished: str
     package_version: str = __version__
+    profile: dict | None = None
 
     @property
     def published(self) -> bool:
@@ -103,6 +105,7 @@ class ReleaseSummary:
             "gate": gate if self.kind == "release" else None,
             "stage_seconds": self.stage_seconds,
             "ru_points": ru_points(self.label, self.metrics),
+            "profile": self.profile,
         }
 
 
@@ -148,8 +151,10 @@ def output_paths(out_dir: Path, masked: Path | None, manifest: bool, ru_map: boo
 
 
 def release_summary(spec: ReleaseSpec, records_in: int, records_out: int, steps: list[StepSummary], metrics: dict,
-                    checks: tuple[GateCheck, ...], times: StageTimes, started: str) -> ReleaseSummary:
-    """The summary of a release of ``spec``: published when every gate check passed, refused otherwise."""
+                    checks: tuple[GateCheck, ...], times: StageTimes, started: str,
+                    profile: dict | None = None) -> ReleaseSummary:
+    """The summary of a release of ``spec``: published when every gate check passed, refused otherwise
+    (``profile``: the report's per-variable figures)."""
     published = all(c.passed for c in checks)
     out = spec.output_dir
     return ReleaseSummary(
@@ -158,7 +163,7 @@ def release_summary(spec: ReleaseSpec, records_in: int, records_out: int, steps:
         spec_hash=spec.spec_hash(), seed=spec.seed, stage_seconds=times.rounded(), stage_spans=dict(times.spans),
         paths=output_paths(out, out / MASKED_DIR if published else None, True, bool(ru_points(spec.name, metrics))),
         columns=spec.column_accounting(), key_variables=[*spec.linkage_keys, *spec.categorical_keys],
-        strata=spec.variables.strata, label=spec.name, started=started, finished=now())
+        strata=spec.variables.strata, label=spec.name, started=started, finished=now(), profile=profile)
 
 
 def evaluation_summary(original: str | Path, masked: str | Path, out_dir: str | Path, metrics: dict,

@@ -12,6 +12,7 @@ from sdc_tasks.metrics.catalogue import (
     GROUP_OTHER,
     HIGHER,
     MEASURES,
+    anchor_of,
     description_of,
     key_order,
     measure_of,
@@ -27,6 +28,7 @@ class MetricRow:
     group: str
     unit: str
     description: str
+    anchor: str
     position: tuple[int, int, int, str]
 
 
@@ -51,18 +53,19 @@ def metric_row(key: str, value: numbers.Real) -> MetricRow:
     try:
         measure = measure_of(key)
     except KeyError:
-        return MetricRow(key, value, GROUP_OTHER, "", "", (GROUP_ORDER.index(GROUP_OTHER), len(MEASURES), 0, key))
+        return MetricRow(key, value, GROUP_OTHER, "", "", "", (GROUP_ORDER.index(GROUP_OTHER), len(MEASURES), 0, key))
     description = description_of(key) + (" (higher is better)" if measure.direction == HIGHER else "")
-    return MetricRow(key, value, measure.group, measure.unit, description, key_order(key))
+    return MetricRow(key, value, measure.group, measure.unit, description, anchor_of(key), key_order(key))
 
 
 def metrics_table_rows(metrics: dict) -> list[dict]:
-    """Return rows {"measure", "value", "group", "unit", "description"} for the numeric metrics, in catalogue order.
+    """Return rows {"measure", "value", "group", "unit", "description", "anchor"} for the numeric metrics, in
+    catalogue order ("anchor": the key's row in docs/metrics.md, "" for an unknown key).
 
     Groups come in the order Information loss, Disclosure risk, Score, Other; unknown numeric keys close the
     list under "Other" sorted by name, and bookkeeping keys are skipped.
     """
     rows = sorted((metric_row(key, value) for key, value in metrics.items() if _is_metric_value(key, value)),
                   key=lambda row: row.position)
-    return [{"measure": r.measure, "value": r.value, "group": r.group, "unit": r.unit, "description": r.description}
-            for r in rows]
+    return [{"measure": r.measure, "value": r.value, "group": r.group, "unit": r.unit, "description": r.description,
+             "anchor": r.anchor} for r in rows]

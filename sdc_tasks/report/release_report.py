@@ -1,69 +1,195 @@
-"""The report of one release or evaluation: the gate wording, the sections (run, gate, variables, steps, metrics,
-timings, R-U map) and the files report.md, report.html and ru_map.png.
+"""The report of one release or evaluation: the headline first (headline.py), then per-variable figures, the
+linkage curve, correlations, the R-U map, the categorical risk before and after masking, the metric tables, the
+run's details and the definitions of every measure shown; written as report.md, report.html (one file, images
+inline) and ru_map.png.
 
-Everything rendered here comes from the pipeline's ``summary`` dict, which holds run facts, gate checks and
-aggregate metrics only: the report never sees, and so never prints, record-level values.
+Everything rendered here comes from the pipeline's ``summary`` dict, which holds run facts, gate checks,
+aggregate metrics and the per-variable profile (sdc_tasks.evaluation.profile): the report computes no measure,
+never sees record-level values, and so never prints them.
 """
 
 from __future__ import annotations
 
-import html
-import json
 from pathlib import Path
 
-from sdc_tasks.metrics.catalogue import GROUP_ORDER
-from sdc_tasks.report.document import Section, Table, format_value, html_page, markdown_document
+from sdc_tasks.metrics.catalogue import (
+    DOCS,
+    GROUP_ORDER,
+    HIGHER,
+    LOWER,
+    MEASURES,
+    Measure,
+    anchor_of,
+    measure_of,
+    range_text,
+    row_anchor,
+)
+from sdc_tasks.report.document import (
+    Picture,
+    Section,
+    Table,
+    format_value,
+    html_page,
+    markdown_document,
+    unit_value_text,
+)
+from sdc_tasks.report.figures import (
+    correlation_difference_figure,
+    distributions_figure,
+    dld_curve_figure,
+    numbered,
+    png_bytes,
+    risk_before_after_figure,
+)
+from sdc_tasks.report.headline import gate_maxima, headline, headline_html, headline_markdown, method_chain, params_text
 from sdc_tasks.report.metric_table import metrics_table_rows
-from sdc_tasks.report.ru_map import ORIGINAL_LABEL, RU_MAP_NAME, pareto_front, ru_map_png
+from sdc_tasks.report.ru_map import RU_MAP_NAME, gate_limits, pareto_front, ru_map_figure
 
-NEGATED_OPS = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!="}
+DEFINITION_PREFIX = "def-"
+RELEASE_RISK_WEIGHTS = {"DLD": 0.5, "ID": 0.5}  # the release map's risk axis (DLD + ID) / 2 (summary.ru_points)
+RISK_BEFORE_KEYS = ("kanon_violations_2", "kanon_violations_3", "kanon_violations_5", "sample_uniques",
+                    "sample_uniques_percent", "indiv_risk_max", "indiv_risk_mean", "expected_reidentifications",
+                    "records_risk_above_0.1")
+DISTRIBUTION_COLUMNS = ("mean", "sd", "q05", "q25", "q50", "q75", "q95")
+VARIABLE_MEASURES = ("IL1", "PIL_Q", "PIL_m1", "PIL_m2", "brMAE", "ID")
+
+def _names(values: list[str]) -> str:
+    """A list of variable names as one comma-separated string ("none" when empty)."""
+    return ", ".join(values) if values else "none"
 
 
-def failing_check_text(check: dict) -> str:
-    """Return a failed gate check as a sentence such as "DLD = 7.2 > limit 5.0"."""
-    op = NEGATED_OPS.get(check["op"], f"fails {check['op']}")
-    return f"{check['measure']} = {format_value(check['value'])} {op} limit {format_value(check['limit'])}"
+def _link(key: str) -> str:
+    """The in-page anchor of a key's definition."""
+    return DEFINITION_PREFIX + anchor_of(key)
 
 
-def failing_checks(gate: dict) -> list[dict]:
-    """Return the gate checks that did not pass."""
-    return [c for c in gate["checks"] if not c["passed"]]
+# ---------------------------------------------------------------- pictures
 
 
-def release_status(gate: dict | None) -> tuple[str, str]:
-    """Return (PUBLISHED | REFUSED | HELD | EVALUATED, explanation) for the release gate's outcome
-    (``gate`` None: an evaluation of two files, which publishes nothing)."""
-    if gate is None:
-        return "EVALUATED", "evaluation only: no release gate applies and nothing is published"
-    failed = "; ".join(failing_check_text(c) for c in failing_checks(gate)) or "none recorded"
-    all_passed = f"all {len(gate['checks'])} gate checks passed"
-    if gate["published"] and gate["passed"]:
-        return "PUBLISHED", all_passed
-    if gate["published"]:
-        return "PUBLISHED", f"the output was published although the gate failed: {failed}"
-    if not gate["passed"]:
-        return "REFUSED", f"failing checks: {failed}"
-    return "HELD", f"{all_passed}, but the output was not published"
+def ru_picture(summary: dict) -> Picture | None:
+    """The R-U map with the gate's limits (written beside the report as ru_map.png), None without a point."""
+    if not summary["ru_points"]:
+        return None
+    figure = ru_map_figure(summary["ru_points"], limits=gate_limits(gate_maxima(summary["gate"]),
+                                                                    RELEASE_RISK_WEIGHTS))
+    return Picture("R-U confidentiality map: information loss IL against disclosure risk (DLD + ID) / 2, with the "
+                   "gate's limits", png_bytes(figure), RU_MAP_NAME)
 
 
 # ---------------------------------------------------------------- sections
 
 
-def _names(values: list[str]) -> str:
-    """Return a list of variable names as one comma-separated string ("none" when empty)."""
-    return ", ".join(values) if values else "none"
+def variables_sections(profile: dict | None) -> list[Section]:
+    """Per variable: original vs masked distributions (table and picture) and each variable's share of the
+    measures (docs/metrics.md, restricted to the variable)."""
+    if not profile or not profile["variables"]:
+        return []
+    variables = profile["variables"]
+    rows = [(v["variable"], which, *(format_value(v[which][c]) for c in DISTRIBUTION_COLUMNS))
+            for v in variables for which in ("original", "masked")]
+    distributions = Section(
+        "Per variable: original vs masked", anchor="variables",
+        paragraphs=[f"Over the {variables[0]['n']} paired records, in the variables' own units (data units); "
+                    "sd is the population sd, q05..q95 the 5 %, 25 %, 50 %, 75 % and 95 % quantiles."],
+        table=Table(("Variable", "File", "Mean", "SD", "Q05", "Q25", "Median", "Q75", "Q95"), rows),
+        pictures=[Picture("Original (blue) and masked (orange) distribution of each variable on common bins; the "
+                          "counts of values outside the shown range (original / masked) are in each title",
+                          png_bytes(distributions_figure(variables)))])
+    units = {k: measure_of(k).unit for k in VARIABLE_MEASURES}
+    measure_rows = [(v["variable"], *(format_value(v["measures"][k]) for k in VARIABLE_MEASURES)) for v in variables]
+    shares = Section(
+        "Per variable: information loss and disclosure risk", level=3,
+        paragraphs=["Each measure computed on this variable alone (docs/metrics.md): IL1 the mean relative cell "
+                    "error, PIL_Q/PIL_m1/PIL_m2 the probabilistic loss of its quantiles, mean and variance, brMAE "
+                    "its bounded rank error, ID its interval disclosure (mean of ID_1..ID_10). Lower is better; "
+                    "n/a: undefined for this variable."],
+        table=Table(("Variable", *(f"{k} ({units[k]})" for k in VARIABLE_MEASURES)), measure_rows))
+    return [distributions, shares]
 
 
-def _params_text(params: dict) -> str:
-    """Return method parameters as "k=3, p=15" (nested values as compact JSON)."""
-    return ", ".join(
-        f"{key}={value if isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True)}"
-        for key, value in params.items()
-    ) or "none"
+def linkage_section(metrics: dict, gate: dict | None) -> list[Section]:
+    """The DLD_1..DLD_m curve over the number of key variables (when DLD was computed)."""
+    curve = numbered(metrics, "DLD")
+    if not curve:
+        return []
+    rows = [(str(i), format_value(v), format_value(metrics.get(f"DLD2_{i}"))) for i, v in curve]
+    figure = dld_curve_figure(metrics, gate_maxima(gate).get("DLD"))
+    return [Section("Distance-based linkage by key variables", anchor="dld-curve",
+                    paragraphs=["Percent of masked records whose nearest original record on the first i key "
+                                "variables is their own (DLD_i) or their own is the 2nd nearest (DLD2_i); DLD is "
+                                "the mean of DLD_i (docs/metrics.md)."],
+                    pictures=[Picture("DLD_i and DLD2_i against the number of key variables, with DLD and its gate "
+                                      "limit", png_bytes(figure))],
+                    table=Table(("Key variables i", "DLD_i (percent)", "DLD2_i (percent)"), rows))]
 
 
-def run_section(run: dict) -> Section:
-    """Return the run-facts section."""
+def correlation_section(profile: dict | None) -> list[Section]:
+    """The heatmap of masked minus original correlations (two or more continuous variables)."""
+    if not profile or not profile.get("correlation"):
+        return []
+    return [Section("Correlations", anchor="correlations",
+                    paragraphs=["Masked minus original Pearson correlation of each pair of variables (IL5 is 100 "
+                                "times the mean of their absolute values)."],
+                    pictures=[Picture("Correlation matrix difference, masked minus original",
+                                      png_bytes(correlation_difference_figure(profile["correlation"])))])]
+
+
+def ru_section(points: list[dict], picture: Picture | None) -> Section:
+    """The R-U map section: the picture (with the gate's limits) and the plotted points with Pareto membership."""
+    if not points:
+        return Section("R-U confidentiality map", paragraphs=["No R-U points were recorded."])
+    front = {id(p) for p in pareto_front(points)}
+    rows = [(str(p["label"]), format_value(p["dr"]), format_value(p["il"]), "yes" if id(p) in front else "no")
+            for p in points]
+    note = ("Disclosure risk = (DLD + ID) / 2 against information loss IL, both in percent "
+            "(statistical_databases_survey.txt, R-U maps); the original data sits at (100, 0); dotted lines are the "
+            "gate's limits. Lower-left is better.")
+    return Section("R-U confidentiality map", anchor="ru-map", paragraphs=[note],
+                   pictures=[picture] if picture else [],
+                   table=Table(("Point", "Disclosure risk (percent)", "Information loss (percent)", "Pareto front"),
+                               rows))
+
+
+def risk_before_after_section(metrics: dict, profile: dict | None) -> list[Section]:
+    """The categorical keys' risk before masking (the original file) beside after (the release), as sdcMicro
+    prints it."""
+    before = (profile or {}).get("risk_before")
+    if not before:
+        return []
+    keys = [k for k in RISK_BEFORE_KEYS if k in before and k in metrics]
+    rows = [(k, *(unit_value_text(v[k], measure_of(k).unit) for v in (before, metrics)), measure_of(k).unit)
+            for k in keys]
+    figure = risk_before_after_figure([(f"{k} ({measure_of(k).unit})", before[k], metrics[k]) for k in keys])
+    return [Section("Categorical disclosure risk before and after masking", anchor="risk-before-after",
+                    paragraphs=["The categorical key variables' risk in the original file (before) and in the "
+                                "released one (after): records violating k-anonymity, sample uniques and "
+                                "individual re-identification risk (docs/categorical.md)."],
+                    pictures=[Picture("Risk before and after masking", png_bytes(figure))],
+                    table=Table(("Measure", "Before", "After", "Unit"), rows, links=[_link(k) for k in keys]))]
+
+
+def metric_sections(metrics: dict) -> list[Section]:
+    """The metrics heading and one table section per metric group, each measure linking to its definition."""
+    rows = metrics_table_rows(metrics)
+    note = ("Every number with its unit; each measure links to its definition at the end of this report and in "
+            f"{DOCS}. Lower is better for every loss, risk and score measure unless its description says "
+            "otherwise.")
+    intro = Section("All metrics", anchor="metrics", paragraphs=[note if rows else "No metrics were recorded."])
+    groups = []
+    for group in GROUP_ORDER:
+        members = [r for r in rows if r["group"] == group]
+        if members:
+            groups.append(Section(group, level=3, table=Table(
+                ("Measure", "Value", "Unit", "Description"),
+                [(r["measure"], unit_value_text(r["value"], r["unit"]), r["unit"] or "unknown", r["description"])
+                 for r in members],
+                links=[DEFINITION_PREFIX + r["anchor"] if r["anchor"] else None for r in members])))
+    return [intro, *groups]
+
+
+def run_section(summary: dict) -> Section:
+    """The run's details: specification, seed, times, output, variables' roles and version."""
+    run, variables = summary["run"], summary["variables"]
     rows = [
         ("Specification", run["spec_name"]),
         ("Specification hash", run["spec_hash"]),
@@ -74,111 +200,82 @@ def run_section(run: dict) -> Section:
         ("Records (masked)", str(run["n_masked"])),
         ("Output directory", run["output_dir"]),
         ("Package version", run["package_version"]),
-    ]
-    return Section("Run", table=Table(("Field", "Value"), rows))
-
-
-def gate_section(gate: dict) -> Section:
-    """Return the release-gate section: one row per check."""
-    rows = [
-        (c["measure"], format_value(c["value"]), f"{c['op']} {format_value(c['limit'])}",
-         "pass" if c["passed"] else "FAIL")
-        for c in gate["checks"]
-    ]
-    summary = f"Gate {'passed' if gate['passed'] else 'failed'}; output {'' if gate['published'] else 'not '}published."
-    return Section("Release gate", paragraphs=[summary],
-                   table=Table(("Measure", "Value", "Limit", "Result"), rows) if rows else None)
-
-
-def variables_section(variables: dict) -> Section:
-    """Return the variables section (masked, key, dropped, passed through, strata)."""
-    rows = [
-        ("Masked", _names(variables["masked"])),
-        ("Key (intruder's)", _names(variables["key"])),
+        ("Masked variables", _names(variables["masked"])),
+        ("Key variables (intruder's)", _names(variables["key"])),
         ("Dropped", _names(variables["dropped"])),
         ("Passed through unchanged", _names(variables.get("passed_through", []))),
         ("Strata", variables["strata"] or "none"),
     ]
-    return Section("Variables", table=Table(("Role", "Variables"), rows))
+    return Section("Run details", anchor="run", table=Table(("Field", "Value"), rows, numbers_right=False))
 
 
 def steps_section(steps: list[dict]) -> Section:
-    """Return the masking-steps section: one row per step in application order."""
-    rows = [
-        (str(i), s["method"], _params_text(s["params"]), _names(s["variables"]), str(s["blocks"]),
-         f"{s['seconds']:.2f}")
-        for i, s in enumerate(steps, start=1)
-    ]
+    """The masking steps in application order, with their blocks and seconds."""
+    rows = [(str(i), s["method"], params_text(s["params"]), _names(s["variables"]), str(s["blocks"]),
+             f"{s['seconds']:.2f}") for i, s in enumerate(steps, start=1)]
     if not rows:
         return Section("Masking steps", paragraphs=["No masking steps were recorded."])
-    return Section("Masking steps", table=Table(("#", "Method", "Parameters", "Variables", "Blocks", "Seconds"), rows))
-
-
-def metric_sections(metrics: dict) -> list[Section]:
-    """Return the metrics heading and one table section per metric group (docs/metrics.md definitions)."""
-    rows = metrics_table_rows(metrics)
-    note = ("Definitions: docs/metrics.md in the project's documentation. Lower is better for every loss, risk "
-            "and score measure unless its description says otherwise.")
-    intro = Section("Metrics", paragraphs=[note if rows else "No metrics were recorded."])
-    groups = [
-        Section(group, level=3, table=Table(
-            ("Measure", "Value", "Unit", "Description"),
-            [(r["measure"], format_value(r["value"]), r["unit"], r["description"]) for r in rows
-             if r["group"] == group]))
-        for group in GROUP_ORDER
-        if any(r["group"] == group for r in rows)
-    ]
-    return [intro, *groups]
+    return Section("Masking steps", paragraphs=[f"Method chain: {method_chain(steps)}."],
+                   table=Table(("#", "Method", "Parameters", "Variables", "Blocks", "Seconds"), rows))
 
 
 def timings_section(stage_seconds: dict) -> Section:
-    """Return the stage-timings section with a total row."""
+    """The stage timings with a total row."""
     rows = [(stage, f"{seconds:.2f}") for stage, seconds in stage_seconds.items()]
     rows.append(("total", f"{sum(stage_seconds.values()):.2f}"))
     return Section("Stage timings", table=Table(("Stage", "Seconds"), rows))
 
 
-def ru_section(points: list[dict], ru_map_name: str | None) -> Section:
-    """Return the R-U map section: the image (when named) and the plotted points with Pareto membership."""
-    if not points:
-        return Section("R-U confidentiality map", paragraphs=["No R-U points were recorded."])
-    front = {id(p) for p in pareto_front(points)}
-    rows = [(str(p["label"]), format_value(p["dr"]), format_value(p["il"]), "yes" if id(p) in front else "no")
-            for p in points]
-    note = ("Disclosure risk against information loss per release strategy; lower-left is better, the "
-            f"reference is the {ORIGINAL_LABEL} (statistical_databases_survey.txt, R-U maps).")
-    return Section("R-U confidentiality map", paragraphs=[note], image=ru_map_name,
-                   table=Table(("Point", "Disclosure risk, %", "Information loss, %", "Pareto front"), rows))
+def definition_text(measure: Measure) -> str:
+    """A catalogue row's description ("i" for the number or key it is about), range and direction."""
+    better = {LOWER: "lower is better", HIGHER: "higher is better"}.get(measure.direction)
+    extra = [f"range {range_text(measure.range)}" if measure.range else "", better or ""]
+    return "; ".join([measure.description.format(i="i"), *(e for e in extra if e)])
 
 
-def report_sections(summary: dict, ru_map_name: str | None) -> list[Section]:
-    """Return every report section after the headline, in reading order."""
+def definitions_section(metrics: dict) -> Section:
+    """One row per catalogue entry of the measures shown: its definition in short, unit, direction, range,
+    source and its entry in docs/metrics.md."""
+    shown = {anchor_of(r["measure"]) for r in metrics_table_rows(metrics) if r["anchor"]}
+    entries = [m for m in MEASURES if row_anchor(m) in shown]
+    rows = [(m.key, definition_text(m), m.unit, m.source, f"{DOCS}#{row_anchor(m)}") for m in entries]
+    return Section("Definitions", anchor="definitions",
+                   paragraphs=[f"The measures shown, as the metric catalogue describes them; the formulas are in "
+                               f"{DOCS} of the sdc-pipeline documentation (entry named in the last column)."],
+                   table=Table(("Key", "Definition", "Unit", "Source", "Entry"), rows,
+                               ids=[DEFINITION_PREFIX + row_anchor(m) for m in entries]))
+
+
+def report_sections(summary: dict, ru: Picture | None) -> list[Section]:
+    """Every report section after the headline, in reading order (``ru``: the R-U map picture)."""
+    metrics, profile = summary["metrics"], summary.get("profile")
     return [
-        run_section(summary["run"]),
-        *([gate_section(summary["gate"])] if summary["gate"] is not None else []),
-        variables_section(summary["variables"]),
+        *variables_sections(profile),
+        *linkage_section(metrics, summary["gate"]),
+        *correlation_section(profile),
+        ru_section(summary["ru_points"], ru),
+        *risk_before_after_section(metrics, profile),
+        *metric_sections(metrics),
         steps_section(summary["steps"]),
-        *metric_sections(summary["metrics"]),
+        run_section(summary),
         timings_section(summary["stage_seconds"]),
-        ru_section(summary["ru_points"], ru_map_name),
+        definitions_section(metrics),
     ]
 
 
 # ---------------------------------------------------------------- documents and files
 
 
-def render_markdown(summary: dict, ru_map_name: str | None = RU_MAP_NAME) -> str:
-    """Return the release report as Markdown: headline, run, gate, variables, steps, metrics, timings, R-U map."""
-    status, detail = release_status(summary["gate"])
-    return markdown_document(summary["title"], f"**{status}**: {detail}", report_sections(summary, ru_map_name))
+def render_markdown(summary: dict, ru: Picture | None = None, inline: bool = False) -> str:
+    """The report as Markdown: headline, then the sections (``inline``: every picture as a data: URI, for a
+    Prefect artifact; otherwise only pictures written beside it, by file name)."""
+    return markdown_document(summary["title"], headline_markdown(headline(summary)),
+                             report_sections(summary, ru), inline)
 
 
-def render_html(summary: dict, ru_map_name: str | None = RU_MAP_NAME) -> str:
-    """Return the release report as a standalone HTML page (inline CSS, no scripts or external assets)."""
-    status, detail = release_status(summary["gate"])
-    status_html, detail_html = html.escape(status, quote=True), html.escape(detail, quote=True)
-    headline = f'<p class="status status-{status_html}"><strong>{status_html}</strong>: {detail_html}</p>'
-    return html_page(summary["title"], headline, report_sections(summary, ru_map_name))
+def render_html(summary: dict, ru: Picture | None = None) -> str:
+    """The report as one standalone HTML page (inline CSS and images; no script, no external resource)."""
+    return html_page(summary["title"], headline_html(headline(summary)), report_sections(summary, ru))
 
 
 def write_report(summary: dict, out_dir) -> dict[str, Path]:
@@ -189,11 +286,12 @@ def write_report(summary: dict, out_dir) -> dict[str, Path]:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
-    if summary["ru_points"]:
-        paths["ru_map"] = ru_map_png(summary["ru_points"], out / RU_MAP_NAME)
-    map_name = RU_MAP_NAME if "ru_map" in paths else None
+    ru = ru_picture(summary)
+    if ru is not None:
+        paths["ru_map"] = out / RU_MAP_NAME
+        paths["ru_map"].write_bytes(ru.png)
     paths["markdown"] = out / "report.md"
-    paths["markdown"].write_text(render_markdown(summary, map_name), encoding="utf-8")
+    paths["markdown"].write_text(render_markdown(summary, ru), encoding="utf-8")
     paths["html"] = out / "report.html"
-    paths["html"].write_text(render_html(summary, map_name), encoding="utf-8")
+    paths["html"].write_text(render_html(summary, ru), encoding="utf-8")
     return paths

@@ -5,15 +5,42 @@ front (statistical_databases_survey.txt, "R-U maps"), drawn as a deterministic P
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
+from sdc_tasks.report.figures import png_bytes
+
 RU_MAP_NAME = "ru_map.png"
 FIGSIZE_IN = (7.0, 5.0)
 DPI = 100
 ORIGINAL_LABEL = "original data (IL=0, DR=100)"
+
+
+@dataclass(frozen=True)
+class Limit:
+    """A gate limit on one axis of the R-U map: ``axis`` "dr" (risk, x) or "il" (loss, y), its value, its legend."""
+
+    axis: str
+    value: float
+    label: str
+
+
+def gate_limits(limits: dict[str, float], risk_weights: dict[str, float]) -> tuple[Limit, ...]:
+    """The limits (measure -> maximum) that bound the axes of an R-U map whose risk axis is the weighted sum
+    ``risk_weights`` of measures and whose loss axis is IL: a limit on IL as it is; limits on every measure of the
+    risk axis bound it by their weighted sum (a release within them all lies left of it). Other limits have no
+    place on these axes."""
+    out = []
+    if risk_weights and all(k in limits for k in risk_weights):
+        bound = sum(w * limits[k] for k, w in risk_weights.items())
+        parts = " and ".join(f"{k} <= {limits[k]:.4g}" for k in risk_weights)
+        out.append(Limit("dr", bound, f"limits {parts} (risk <= {bound:.4g})"))
+    if "IL" in limits:
+        out.append(Limit("il", limits["IL"], f"limit IL <= {limits['IL']:.4g}"))
+    return tuple(out)
 
 
 def _finite_points(points: list[dict]) -> list[dict]:
@@ -72,6 +99,8 @@ def ru_map_png(
     risk_label: str = "Disclosure risk (DLD+ID)/2, %",
     loss_label: str = "Information loss IL, %",
     label_front_only: bool = False,
+    limits: tuple[Limit, ...] = (),
+    chosen: str | None = None,
 ) -> Path:
     """Write the R-U confidentiality map of :func:`ru_map_figure` as a deterministic PNG; return its path.
 
@@ -79,9 +108,9 @@ def ru_map_png(
     give equal bytes.
     """
     path = Path(path)
-    fig = ru_map_figure(points, risk_label, loss_label, label_front_only)
+    fig = ru_map_figure(points, risk_label, loss_label, label_front_only, limits, chosen)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path, format="png", metadata={"Software": None})
+    path.write_bytes(png_bytes(fig))
     return path
 
 
@@ -90,6 +119,8 @@ def ru_map_figure(
     risk_label: str = "Disclosure risk (DLD+ID)/2, %",
     loss_label: str = "Information loss IL, %",
     label_front_only: bool = False,
+    limits: tuple[Limit, ...] = (),
+    chosen: str | None = None,
 ) -> Figure:
     """An R-U confidentiality map (risk on x, information loss on y) as a matplotlib Figure (Agg canvas, fixed
     size and dpi; nothing is written or shown).
@@ -98,7 +129,8 @@ def ru_map_figure(
     marker and colour per ``group`` when points name one, e.g. a method family), the unprotected original data
     as a reference at (DR=100, IL=0), and the Pareto front as a step line when there are two points or more;
     ``label_front_only`` labels only Pareto points, at least LABEL_GAP of the axes apart (for maps of many
-    points). Lower-left is better.
+    points). ``limits``: gate limits drawn as dotted lines (a vertical one on the risk axis, a horizontal one on
+    the loss axis); ``chosen``: the label of a point to ring (and always label). Lower-left is better.
     """
     placed = _finite_points(points)
     fig = Figure(figsize=FIGSIZE_IN, dpi=DPI)
@@ -109,8 +141,16 @@ def ru_map_figure(
         ax.scatter([p["dr"] for p in members], [p["il"] for p in members], s=40, zorder=3, label=name, **style)
     front = pareto_front(placed)
     x_top = _axis_top([p["dr"] for p in placed], 100.0)
-    y_top = _axis_top([p["il"] for p in placed], 1.0)
-    for p in (_spaced(front, x_top, y_top) if label_front_only else placed):
+    y_top = _axis_top([p["il"] for p in placed] + [lim.value for lim in limits if lim.axis == "il"], 1.0)
+    for lim in limits:
+        line = ax.axvline if lim.axis == "dr" else ax.axhline
+        line(lim.value, color="tab:red", linestyle=":", linewidth=1.5, zorder=1, label=lim.label)
+    picked = [p for p in placed if chosen is not None and str(p.get("label")) == chosen]
+    for p in picked:
+        ax.scatter([p["dr"]], [p["il"]], s=260, facecolors="none", edgecolors="black", linewidths=1.8, zorder=5,
+                   label=f"chosen: {chosen}")
+    labelled = _spaced(front, x_top, y_top) if label_front_only else placed
+    for p in labelled + [p for p in picked if all(p is not q for q in labelled)]:
         ax.annotate(str(p.get("label", "")), (p["dr"], p["il"]), xytext=(5, 5), textcoords="offset points",
                     fontsize=8)
     if len(front) >= 2:
