@@ -7,7 +7,8 @@
 
 The process registers the deployments with the Prefect API (``PREFECT_API_URL``) and runs their flow runs
 itself when they come due, until it is stopped (Ctrl-C pauses the schedules). Each deployment writes its
-release to ``OUT/<schedule name>`` and replaces the previous one there atomically.
+release to ``OUT/<schedule name>`` and replaces the previous one there atomically; without ``--out``, OUT is
+``$SDC_RELEASES_ROOT/<spec name>`` (``~/sdc-releases/<spec name>`` when the variable is not set).
 """
 
 from __future__ import annotations
@@ -19,11 +20,14 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from prefect import serve
 from prefect.deployments.runner import RunnerDeployment
 from prefect.schedules import Cron
+from prefect.settings import PREFECT_API_URL
 from prefect.types.entrypoint import EntrypointType
 
-from flows.release import release, release_overrides
+from flows.release import release
+from flows.server import check_api
 from sdc_tasks.cluster import TlsFiles
-from sdc_tasks.outputs import check_output
+from sdc_tasks.outputs import check_output, releases_root
+from sdc_tasks.pipeline.preflight import release_overrides
 from sdc_tasks.pipeline.spec import load_spec
 
 DEFAULT_SCHEDULES = {
@@ -44,11 +48,12 @@ def schedule_pair(text: str) -> tuple[str, str]:
     return name.strip(), cron.strip()
 
 
-def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: dict[str, str] | None = None,
-                        timezone: str = "UTC", dask_address: str | None = None,
+def release_deployments(spec_path: str | Path, out_dir: str | Path | None = None,
+                        schedules: dict[str, str] | None = None, timezone: str = "UTC", dask_address: str | None = None,
                         tls: TlsFiles = TlsFiles()) -> list[RunnerDeployment]:
     """One deployment of ``release`` per named cron schedule, each releasing the spec to ``out_dir/<name>``
-    (on the scheduler at ``dask_address`` with the client's ``tls`` files, when given).
+    (on the scheduler at ``dask_address`` with the client's ``tls`` files, when given); without ``out_dir``,
+    ``<releases root>/<spec name>`` (``$SDC_RELEASES_ROOT``, else ``~/sdc-releases``).
 
     The spec is loaded and each output checked against the spec's input here, so a bad spec or output fails
     when the deployments are built rather than at the first run.
@@ -59,7 +64,7 @@ def release_deployments(spec_path: str | Path, out_dir: str | Path, schedules: d
         raise ValueError(f"timezone {timezone!r} is not an IANA time zone (e.g. UTC, Europe/Madrid)") from None
     spec_file = Path(spec_path).resolve()
     spec = load_spec(spec_file, release_overrides(dask_address=dask_address, tls=tls))
-    out = Path(out_dir).resolve()
+    out = releases_root() / spec.name if out_dir is None else Path(out_dir).resolve()
     deployments = []
     for name, cron in (DEFAULT_SCHEDULES if schedules is None else schedules).items():
         check_output(out / name, [spec.input_path])
@@ -83,7 +88,8 @@ def argument_parser() -> argparse.ArgumentParser:
     """The command line of ``deploy/serve.py``."""
     parser = argparse.ArgumentParser(description="Serve scheduled Prefect deployments of the release flow.")
     parser.add_argument("--spec", required=True, help="release spec (YAML)")
-    parser.add_argument("--out", required=True, help="output root: each schedule releases to OUT/<name>")
+    parser.add_argument("--out", default=None, help="output root: each schedule releases to OUT/<name> (default: "
+                        "$SDC_RELEASES_ROOT/<spec name>, without the variable ~/sdc-releases/<spec name>)")
     parser.add_argument("--schedule", action="append", type=schedule_pair, metavar="NAME=CRON",
                         help="a named cron schedule (repeatable; default: nightly='0 2 * * *' and "
                              "monthly='0 3 1 * *')")
@@ -102,9 +108,10 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     schedules = dict(args.schedule) if args.schedule else None
     try:
+        check_api(PREFECT_API_URL.value())
         deployments = release_deployments(args.spec, args.out, schedules, args.timezone, args.dask_address,
                                           TlsFiles(args.tls_ca_file, args.tls_cert, args.tls_key))
-    except ValueError as exc:  # SpecError, InputError, a bad time zone: one line naming the fault
+    except ValueError as exc:  # the API down, SpecError, InputError, a bad time zone: one line naming the fault
         parser.error(str(exc))
     serve(*deployments, limit=args.limit)
 

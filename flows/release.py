@@ -11,22 +11,26 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
+from prefect.states import Failed, State
 
 from flows.artifacts import publish_artifacts
+from flows.progress import flow_progress
 from sdc_tasks.cluster import TlsFiles
-from sdc_tasks.errors import SdcError, StageFailed, value_free
+from sdc_tasks.errors import ReleaseRefused, SdcError, StageFailed, value_free
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.gate import GateCheck, gate_checks
+from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
-from sdc_tasks.pipeline.spec import ReleaseSpec, load_spec
+from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.pipeline.summary import ReleaseSummary, publish
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 FLOW_RUN_LOGGER = "prefect.flow_runs"
+REFUSED = "Refused"
+"""The name of the final state of a flow run whose release the gate refused (a Failed state)."""
 
 
 class OwnErrorsWithoutTraceback(logging.Filter):
@@ -120,32 +124,25 @@ TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=
                publish=report)
 
 
-def release_overrides(out_dir: str | None = None, dask_address: str | None = None, workers: int | None = None,
-                      overwrite: bool | None = None, tls: TlsFiles = TlsFiles()) -> dict[str, Any]:
-    """The spec fields a release run's parameters replace (those given), as load_spec's dotted overrides; the
-    output directory and the TLS files resolved against the working directory."""
-    overrides: dict[str, Any] = {}
-    if out_dir is not None:
-        overrides["output.dir"] = str(Path(out_dir).resolve())
-    if dask_address is not None:
-        overrides["dask.address"] = dask_address
-    for field, path in vars(tls.resolved()).items():
-        if path is not None:
-            overrides[f"dask.tls.{field}"] = path
-    if workers is not None:
-        overrides["dask.workers"] = workers
-    if overwrite is not None:
-        overrides["output.overwrite"] = overwrite
-    return overrides
-
-
 @flow(name="release", log_prints=False, persist_result=False)
 @value_free("release")
 def release(spec_path: str, out_dir: str | None = None, dask_address: str | None = None,
             workers: int | None = None, overwrite: bool | None = None, tls_ca_file: str | None = None,
-            tls_cert: str | None = None, tls_key: str | None = None) -> ReleaseSummary:
-    """Run one release end to end and return its summary; raise ReleaseRefused if the gate refused publication.
+            tls_cert: str | None = None, tls_key: str | None = None) -> ReleaseSummary | State:
+    """Run one release end to end and return its summary. When the gate refuses publication the flow run ends in
+    a Failed state named "Refused" (``refused_state``) and calling the flow raises ReleaseRefused.
     The tls_* files (for a tls:// scheduler) replace the spec's dask.tls files one by one."""
-    spec = load_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,
-                                                  TlsFiles(tls_ca_file, tls_cert, tls_key)))
-    return released(spec, spec_cluster(spec), TASKS, get_run_logger())
+    spec, _ = checked_spec(spec_path, release_overrides(out_dir, dask_address, workers, overwrite,
+                                                        TlsFiles(tls_ca_file, tls_cert, tls_key)))
+    try:
+        with flow_progress():
+            return released(spec, spec_cluster(spec), TASKS, get_run_logger())
+    except ReleaseRefused as exc:
+        return refused_state(exc)
+
+
+def refused_state(exc: ReleaseRefused) -> State:
+    """The final state of a run the gate refused: Failed (no release was published, so failure notifications and
+    ``prefect deployment run --watch`` report it) but named "Refused", not a crash: its message names each
+    failing check, its value and its limit, and the report. Calling the flow raises ``exc`` again."""
+    return Failed(name=REFUSED, message=str(exc), data=exc)

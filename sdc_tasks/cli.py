@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import signal
 import sys
@@ -12,7 +13,7 @@ from typing import Iterator, Optional
 
 import typer
 
-from sdc_tasks.cluster import TlsFiles
+from sdc_tasks.cluster import VERBOSE_VARIABLE, TlsFiles, verbose
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
 from sdc_tasks.io import json_text
 from sdc_tasks.masking.registry import method_help, param_help
@@ -29,6 +30,38 @@ TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask
 TLS_KEY = typer.Option(None, help="client private key (PEM) for a tls:// --dask-address")
 
 
+def _version(value: bool) -> None:
+    """``--version``: print the package's version and those of the libraries it runs on, then exit."""
+    if value:
+        from importlib.metadata import version
+
+        libraries = ", ".join(f"{name} {version(name)}" for name in ("prefect", "dask", "distributed"))
+        typer.echo(f"sdc {version('sdc-pipeline')} ({libraries})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(verbose: bool = typer.Option(False, "--verbose", "-v", help="also show Dask's and Prefect's INFO "
+                                          "logs (default: only the run's own stage lines and warnings)"),
+             version: bool = typer.Option(False, "--version", callback=_version, is_eager=True,
+                                          help="print the version and exit")) -> None:
+    """Options of every command."""
+    if verbose:
+        os.environ[VERBOSE_VARIABLE] = "1"  # read by sdc_tasks.cluster, and by the processes a run starts
+
+
+LIBRARY_LINES = logging.StreamHandler()  # stderr
+LIBRARY_LINES.setFormatter(logging.Formatter("%(message)s"))
+
+
+def _library_lines() -> None:
+    """Show the library's INFO lines (``sdc_tasks`` loggers: the Dask dashboard's URL) on stderr, message only."""
+    logger = logging.getLogger("sdc_tasks")
+    if LIBRARY_LINES not in logger.handlers:
+        logger.addHandler(LIBRARY_LINES)
+    logger.setLevel(logging.INFO)
+
+
 def _fail(exc: Exception, code: int = 2) -> None:
     """Print a one-line error and exit with ``code``."""
     typer.echo(f"error: {exc}", err=True)
@@ -40,6 +73,23 @@ def _refusals() -> tuple[type[Exception], ...]:
     from sdc_tasks.errors import NoneWithinLimits, ReleaseRefused
 
     return ReleaseRefused, NoneWithinLimits
+
+
+def _refused(exc: Exception) -> None:
+    """Report a refusal, an outcome rather than a crash, and exit 3: for a release the gate refused, one line per
+    failing check (measure, value, limit) and where its report is; else the refusal's one line."""
+    checks = getattr(exc, "checks", ())
+    summary = getattr(exc, "result", None)
+    if not checks or summary is None:
+        _fail(exc, code=3)
+    typer.echo(f"refused: {summary.name} was not published; the risk gate failed {len(checks)} of "
+               f"{len(summary.checks)} checks:", err=True)
+    width = max(len(c.measure) for c in checks)
+    for c in checks:
+        value = "missing" if c.value is None else format(c.value, ".4g")
+        typer.echo(f"  {c.measure:<{width}}  {value:>8} > limit {c.limit:g}", err=True)
+    typer.echo(f"report: {summary.paths.report_md}", err=True)
+    raise typer.Exit(3)
 
 
 class Interrupted(KeyboardInterrupt):
@@ -93,18 +143,22 @@ def _reported(command: str):
     except KeyboardInterrupt as exc:
         _interrupted(command, exc)
     except _refusals() as exc:
-        _fail(exc, code=3)
+        _refused(exc)
     except USER_ERRORS as exc:
         _fail(exc)
     except StageFailed as exc:
         _fail(exc, code=1)
 
 
-def _status(text: str):
-    """A spinner with the elapsed time on stderr while a long step runs (shown on a terminal only)."""
-    from rich.console import Console
+@contextlib.contextmanager
+def _progress(stage: str) -> Iterator[None]:
+    """The command's work shown as one stage on stderr: tasks (or files) done/total, elapsed and remaining time,
+    redrawn in place on a terminal, a plain line every 10 s otherwise (``sdc_tasks.progress``)."""
+    from sdc_tasks.progress import TerminalProgress, tracking
+    from sdc_tasks.progress import stage as named_stage
 
-    return Console(stderr=True).status(text)
+    with tracking([TerminalProgress()]), named_stage(stage):
+        yield
 
 
 def _split(csv: Optional[str]) -> Optional[list[str]]:
@@ -133,12 +187,20 @@ def _accounting_line(accounting: dict[str, str]) -> str:
 
 def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], workers: Optional[int],
                  overwrite: Optional[bool], tls: TlsFiles = TlsFiles()) -> None:
-    """Run the Prefect release flow and report the outcome on the terminal."""
+    """Check the run (``preflight``: spec, input schema, output) before anything starts, then run the Prefect
+    release flow and report the outcome on the terminal."""
+    from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
+
+    with _reported("release"):
+        checked_spec(spec_path, release_overrides(out, address, workers, overwrite, tls))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+    from flows.console import quiet_console
     from flows.release import release
     from flows.server import temporary_server
     from sdc_tasks.outputs import remove_stale_scratch
 
+    if not verbose():
+        quiet_console()
     with _reported("release"):
         remove_stale_scratch()
         with temporary_server():
@@ -174,6 +236,25 @@ def release_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
                  TlsFiles(tls_ca_file, tls_cert, tls_key))
 
 
+@app.command("validate")
+def validate_cmd(spec: Path = typer.Argument(..., help="release spec (YAML)"),
+                 out: Optional[Path] = typer.Option(None, help="output directory (overrides output.dir)"),
+                 overwrite: Optional[bool] = typer.Option(None, "--overwrite/--no-overwrite",
+                                                          help="replace an existing output directory")) -> None:
+    """Check a release spec, its input's columns against the spec's roles, and its output directory, without
+    starting a cluster or a server (the checks `sdc release` runs first)."""
+    from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
+
+    with _reported("validate"):
+        checked, found = checked_spec(str(spec), release_overrides(out.resolve() if out else None,
+                                                                   overwrite=overwrite))
+    typer.echo(f"spec {spec}: valid ({checked.name}, {len(checked.steps)} masking "
+               f"step{'s' if len(checked.steps) != 1 else ''}: {', '.join(s.method for s in checked.steps)})")
+    typer.echo(f"  input {checked.input_path}: {len(found.columns)} columns, each with a role")
+    typer.echo("  " + "; ".join(f"{role} {', '.join(cols)}" for role, cols in found.roles.items() if cols))
+    typer.echo(f"  output {checked.output_dir}: " + ("replaces the previous release" if found.replaces else "new"))
+
+
 @app.command("evaluate")
 def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or Parquet)"),
                  masked: Path = typer.Option(..., help="masked file (CSV or Parquet)"),
@@ -203,11 +284,12 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
     from sdc_tasks.api import evaluate
     from sdc_tasks.cluster import dask_client
 
+    _library_lines()
+
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
-    with _reported("evaluate"), writer as tmp_file, \
-            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)), \
-            _status(f"evaluating {masked} against {original}"):
+    with _reported("evaluate"), writer as tmp_file, _progress("evaluate"), \
+            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
@@ -242,7 +324,9 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
     from sdc_tasks.api import masked
     from sdc_tasks.masking.registry import parse_category_orders, parse_cli_params
 
-    with _reported("mask"), _status(f"masking {input} with {method}"):
+    _library_lines()
+
+    with _reported("mask"), _progress(f"mask ({method})"):
         result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
                         id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
                         overwrite=overwrite, workers=workers)
@@ -279,10 +363,12 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     from sdc_tasks.comparison.outputs import comparison, comparison_summary, write_release_spec
     from sdc_tasks.comparison.run import check_best_spec, load_grid, parse_limits
 
+    _library_lines()
+
     with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)
         check_best_spec(chosen, best_spec)
-        with dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
+        with _progress("compare"), dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
                                 overwrite, risk)
         typer.echo(json.dumps(comparison_summary(result), indent=2))
@@ -300,7 +386,7 @@ def generate_cmd(rows: int = typer.Option(..., help="number of records"),
     """Write N synthetic Census-like records (13 skewed, correlated variables, unique record_id)."""
     from sdc_tasks.generate import write_synthetic
 
-    with _reported("generate"):
+    with _reported("generate"), _progress("generate"):
         files = write_synthetic(out, rows, seed=seed, strata=strata, rows_per_file=rows_per_file)
     typer.echo(f"wrote {rows} records in {len(files)} files to {out}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import logging
+import os
 from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Iterator
@@ -17,11 +18,15 @@ from distributed.security import Security
 
 from sdc_tasks.errors import InputError, withholding_worker_errors
 from sdc_tasks.outputs import interruption_deferred, remove_stale_scratch, scratch_dir
+from sdc_tasks.progress import counting
 
 LOOPBACK = "127.0.0.1"
 TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
                 "key": "dask.tls.key (--tls-key)"}
 DASK_TLS_CONFIG = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
+VERBOSE_VARIABLE = "SDC_VERBOSE"
+LOG = logging.getLogger("sdc_tasks.cluster")
+LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
 CONNECT_SECONDS = 5
 """How long a client tries to reach a scheduler by address before the run fails naming it."""
 
@@ -122,19 +127,56 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
     the terminal's SIGINT (an interrupted run stops it; a SIGINT or SIGTERM during its start ends the run right
     after) and is closed on exit, the scratch directories its stopped workers left then removed; an attached
-    scheduler (over TLS with ``tls``) is left running."""
+    scheduler (over TLS with ``tls``) is left running. The dashboard's URL is logged when the client connects
+    (``_announce``); Dask's own INFO and WARNING logs only when ``verbose()``; its tasks are counted for the
+    progress display (``progress.counting``)."""
     if address:
-        with attached_client(address, tls) as client:
+        with attached_client(address, tls) as client, counting(client):
+            _announce(client)
             yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
     logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
+    level = logging.INFO if verbose() else logging.ERROR
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
-    with scratch_dir("dask") as local_directory, contextlib.ExitStack() as started:
+    with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
         started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
         with interruption_deferred():  # a Ctrl-C meanwhile is raised after, the cluster then closed
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
-                host=LOOPBACK, dashboard_address=None, silence_logs=logging.ERROR, local_directory=local_directory))
-        with Client(cluster, set_as_default=True) as client:
+                host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
+                local_directory=local_directory))
+        with Client(cluster, set_as_default=True) as client, counting(client):
+            _announce(client)
             yield withholding_worker_errors(client)
+
+
+def verbose() -> bool:
+    """Whether Dask's and Prefect's INFO logs are wanted (``sdc --verbose`` sets SDC_VERBOSE=1 for the run and
+    the processes it starts); by default a run logs only its own stage lines and warnings."""
+    return os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0")
+
+
+def dashboard_link(client: Client) -> str | None:
+    """The URL of the Dask dashboard of ``client``'s scheduler, None when it serves none."""
+    return client.dashboard_link if client.scheduler_info().get("services", {}).get("dashboard") else None
+
+
+def _announce(client: Client) -> None:
+    """Log the scheduler the run uses and its dashboard's URL (INFO, logger ``sdc_tasks.cluster``)."""
+    LOG.info("dask dashboard: %s (scheduler %s, %d workers)", dashboard_link(client) or "none",
+             client.scheduler.address, len(client.scheduler_info()["workers"]))
+
+
+@contextlib.contextmanager
+def _dask_log_level(level: int) -> Iterator[None]:
+    """For the block, Dask's ``distributed`` loggers in this process log from ``level`` up (ERROR unless
+    ``verbose()``: no scheduler and nanny INFO lines, no "Lost all workers" or nanny "still alive ..., killing" at a
+    normal close, no P2P shuffle chatter)."""
+    logger = logging.getLogger("distributed")
+    previous = logger.level
+    logger.setLevel(level)
+    try:
+        yield
+    finally:
+        logger.setLevel(previous)

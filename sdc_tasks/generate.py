@@ -19,6 +19,7 @@ from scipy import special, stats
 
 from sdc_tasks.errors import InputError, reason_of
 from sdc_tasks.outputs import atomic_output_dir
+from sdc_tasks.progress import count
 
 CENSUS_VARIABLES: tuple[str, ...] = (
     "AFNLWGT",
@@ -208,10 +209,13 @@ def write_synthetic(
     model = census_model(census_reference() if reference is None else reference)
     final = Path(out_dir).resolve()
     names = []
+    starts = range(0, rows, rows_per_file)
     with atomic_output_dir(final, overwrite=False, inputs=[]) as tmp:
-        for index, first_id in enumerate(range(0, rows, rows_per_file)):
+        count(0, len(starts), "files")
+        for index, first_id in enumerate(starts):
             chunk = synthetic_chunk(model, min(rows_per_file, rows - first_id), seed, index, first_id, strata)
             path = part_path(tmp, index)
             pq.write_table(pa.Table.from_pandas(chunk, preserve_index=False), path)
             names.append(path.name)
+            count(index + 1, len(starts), "files")
     return [final / name for name in names]

@@ -58,6 +58,11 @@ PROCESS = "process"
 """The kind of scratch entry that names a helper process a run started (see :func:`noted_process`)."""
 
 PathLike = str | Path
+RELEASES_ROOT_VARIABLE = "SDC_RELEASES_ROOT"
+"""The environment variable naming the directory under which a flow run's relative ``out_dir`` is placed."""
+DEFAULT_RELEASES_ROOT = "~/sdc-releases"
+"""The releases root when :data:`RELEASES_ROOT_VARIABLE` is not set: the home directory of the account that runs
+the flow, never the checkout or the installed package a deployment's flow runs start in."""
 
 
 def _alive(pid: int) -> bool:
@@ -74,6 +79,17 @@ def _alive(pid: int) -> bool:
 def _inside(inner: Path, outer: Path) -> bool:
     """Whether resolved path ``inner`` is ``outer`` or lies below it."""
     return inner == outer or outer in inner.parents
+
+
+def releases_root() -> Path:
+    """The directory under which scheduled releases go: ``$SDC_RELEASES_ROOT``, else ``~/sdc-releases``."""
+    return Path(os.environ.get(RELEASES_ROOT_VARIABLE) or DEFAULT_RELEASES_ROOT).expanduser().resolve()
+
+
+def release_dir(out_dir: PathLike) -> Path:
+    """A release's output directory: ``out_dir`` itself when absolute, else under :func:`releases_root`."""
+    out = Path(out_dir).expanduser()
+    return out if out.is_absolute() else releases_root() / out
 
 
 def check_output(final: PathLike, inputs: Sequence[PathLike | None]) -> Path:
@@ -240,6 +256,13 @@ def _replaceable(final: Path, overwrite: bool, is_dir: bool) -> bool:
         raise InputError(f"output directory {final} exists and was not written by sdc-pipeline (no {MARKER}): "
                          "refusing to replace it; choose another output or remove it yourself")
     return True
+
+
+def check_replaceable(final: PathLike, overwrite: bool, inputs: Sequence[PathLike | None],
+                      is_dir: bool = True) -> bool:
+    """Before a run starts: :func:`check_output`, then whether an existing output would be replaced (True) or
+    there is none (False); InputError naming it when the atomic writer would refuse it at the end."""
+    return _replaceable(check_output(final, inputs), overwrite, is_dir)
 
 
 def _umask() -> int:

@@ -15,7 +15,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from distributed import Client
 
-from sdc_tasks.cluster import dask_client
+from sdc_tasks.cluster import dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.io import check_input_unchanged, input_identity, parquet_row_counts
 from sdc_tasks.outputs import atomic_output_dir, kept_metrics
@@ -34,6 +34,7 @@ from sdc_tasks.pipeline.stages import (
     write_stage,
 )
 from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, StepSummary, now, publish, release_summary
+from sdc_tasks.progress import stage as progress_stage
 
 LOG = logging.getLogger("sdc_tasks.pipeline")
 LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
@@ -105,8 +106,8 @@ def released(spec: ReleaseSpec, cluster: ContextManager[Client], stages: Stages,
         with atomic_output_dir(spec.output_dir, spec.output.overwrite, inputs=[spec.input_path]) as tmp, \
                 cluster as client:
             with _watching(client, progress):
-                log.info("release %s: dask scheduler %s, %d workers", spec.name, progress["scheduler"],
-                         len(client.scheduler_info()["workers"]))
+                log.info("release %s: dask scheduler %s, %d workers, dashboard %s", spec.name, progress["scheduler"],
+                         len(client.scheduler_info()["workers"]), dashboard_link(client) or "none")
                 identity = input_identity(spec.input_path, spec.input_format)
                 summary = release_into(spec, tmp, stages, log, progress)
             check_input_unchanged(spec.input_path, spec.input_format, identity)
@@ -181,14 +182,16 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
     removed before the files are published. The metrics, once computed, go into ``progress`` (kept when writing
     fails)."""
     paths, times, started = ReleasePaths(root), StageTimes(), now()
-    with times.timed("validate"):
+    with times.timed("validate"), progress_stage("validate"):
         facts = stages.validate(spec, paths.checkpoint)
     log.info("validated %d records in %d partitions in %.1f s", facts["n_records"], facts["partitions"],
              times.seconds["validate"])
     steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
     with times.timed("evaluate"):
-        metrics = stages.evaluate(spec, paths)
-        profile = stages.profile(spec, paths)
+        with progress_stage("evaluate"):
+            metrics = stages.evaluate(spec, paths)
+        with progress_stage("profile"):
+            profile = stages.profile(spec, paths)
     progress["metrics"] = metrics
     log.info("evaluated in %.1f s", times.seconds["evaluate"])
     checks = stages.gate(spec, metrics)
@@ -207,13 +210,18 @@ def _masking_step(spec: ReleaseSpec, i: int, paths: ReleasePaths, stages: Stages
                   log: logging.Logger | logging.LoggerAdapter) -> StepSummary:
     """Run step ``i``'s stages (block when its method needs blocks, mask, write) and return its summary."""
     step = spec.steps[i]
-    stage = f"step {i} ({step.method})"
-    with times.timed(stage):
-        blocks = stages.block(spec, i, paths)["blocks"] if needs_blocks(spec, i) else None
-        scopes = stages.mask(spec, i, paths)["blocks"]
-        rows = stages.write(spec, i, paths)["rows"]
+    name = f"step {i} ({step.method})"
+    with times.timed(name):
+        blocks = None
+        if needs_blocks(spec, i):
+            with progress_stage(f"block {name}"):
+                blocks = stages.block(spec, i, paths)["blocks"]
+        with progress_stage(f"mask {name}"):
+            scopes = stages.mask(spec, i, paths)["blocks"]
+        with progress_stage(f"write {name}"):
+            rows = stages.write(spec, i, paths)["rows"]
     summary = StepSummary(step.method, dict(step.params), spec.step_variables(i),
-                          scopes if blocks is None else blocks, round(times.seconds[stage], 3))
+                          scopes if blocks is None else blocks, round(times.seconds[name], 3))
     log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, summary.blocks, rows,
              summary.seconds)
     return summary

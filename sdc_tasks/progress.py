@@ -1,0 +1,265 @@
+"""Progress of a run's Dask work, stage by stage: tasks done of tasks submitted, elapsed and remaining time.
+
+The counts come from Dask itself: a scheduler plugin (:class:`TaskCounter`, registered by the run's client)
+counts the tasks that client submits and those that finish, and publishes both on a scheduler event topic
+that the client subscribes to (no polling of the scheduler). A run names its stages (:func:`stage`); the
+reporters it tracks with (:func:`tracking`) are shown a :class:`StageProgress` every second while a stage runs
+and once when it ends: :class:`TerminalProgress` redraws one line in place on a terminal and writes plain lines
+every few seconds elsewhere (a log, a pipe); the Prefect flows add a progress artifact per stage.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import dataclasses
+import logging
+import sys
+import threading
+import time
+from dataclasses import dataclass
+from typing import Callable, Iterator, Protocol, TextIO
+
+from distributed import Client
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+TOPIC = "sdc-progress"
+PUBLISH_SECONDS = 0.25  # the plugin publishes the counts at most this often (and whenever all tasks are done)
+TICK_SECONDS = 1.0  # reporters see the progress this often while a stage runs
+LOG = logging.getLogger("sdc_tasks.progress")
+LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
+
+
+class TaskCounter(SchedulerPlugin):
+    """Scheduler plugin: the number of tasks one client has submitted and how many of them have finished (in
+    memory, erred, forgotten, or released before they ran), published on the event topic :data:`TOPIC` as
+    {"done", "total"}."""
+
+    def __init__(self, client_id: str):
+        self.client_id = client_id
+        self.name = f"{TOPIC}-{client_id}"
+        self.pending: set = set()
+        self.total = 0
+        self.done = 0
+        self.published = 0.0
+        self.scheduler = None
+
+    async def start(self, scheduler) -> None:
+        """Keep the scheduler to publish on."""
+        self.scheduler = scheduler
+
+    def update_graph(self, scheduler, *, client: str, tasks: list, **kwargs) -> None:
+        """Count the new tasks of the client's graph."""
+        self.scheduler = scheduler
+        if client == self.client_id:
+            new = [key for key in tasks if key not in self.pending]
+            self.pending.update(new)
+            self.total += len(new)
+            self._publish(force=True)
+
+    def transition(self, key, start: str, finish: str, *args, **kwargs) -> None:
+        """Count a task of the client's that has finished."""
+        if key in self.pending and (finish in ("memory", "erred", "forgotten") or
+                                    (finish == "released" and start in ("waiting", "queued", "no-worker"))):
+            self.pending.discard(key)
+            self.done += 1
+            self._publish(force=self.done == self.total)
+
+    def _publish(self, force: bool = False) -> None:
+        """Publish the counts when forced or when the last publication is older than PUBLISH_SECONDS."""
+        now = time.monotonic()
+        if self.scheduler is not None and (force or now - self.published >= PUBLISH_SECONDS):
+            self.published = now
+            self.scheduler.log_event(self.name, {"done": self.done, "total": self.total})
+
+
+@dataclass(frozen=True)
+class StageProgress:
+    """One stage's progress: its Dask tasks done of those submitted so far, and its elapsed seconds; ``finished``
+    once the stage has ended, ``failed`` too when it ended by an exception (an error, an interruption)."""
+
+    stage: str
+    done: int
+    total: int
+    elapsed: float
+    finished: bool = False
+    unit: str = "tasks"
+    failed: bool = False
+
+    def remaining(self) -> float | None:
+        """Seconds left at the rate so far (elapsed x tasks left / tasks done); None before the first task ends."""
+        if (self.finished and not self.failed) or (self.total and self.done >= self.total):
+            return 0.0
+        return self.elapsed * (self.total - self.done) / self.done if self.done else None
+
+    def fraction(self) -> float:
+        """Tasks done / tasks submitted (1 once the stage finished, 0 before any task was submitted)."""
+        return 1.0 if self.finished and not self.failed else self.done / self.total if self.total else 0.0
+
+    def line(self) -> str:
+        """'evaluate: 412/800 tasks, 12 s elapsed, about 11 s remaining'."""
+        left = self.remaining()
+        rest = ("stopped" if self.failed else "done" if self.finished else "remaining unknown" if left is None
+                else f"about {left:.0f} s remaining")
+        return f"{self.stage}: {self.done}/{self.total} {self.unit}, {self.elapsed:.0f} s elapsed, {rest}"
+
+
+class Reporter(Protocol):
+    """What shows progress: called every TICK_SECONDS while a stage runs and once, finished (and failed if it
+    ended by an exception), when it ends."""
+
+    def __call__(self, progress: StageProgress) -> None: ...
+
+
+class TerminalProgress:
+    """Progress on a stream (stderr by default): on a terminal one line redrawn in place and cleared when the
+    stage ends (the run's own stage line, or its error, follows); elsewhere a plain line every ``every`` seconds
+    and, for a stage that showed one and completed, a last one when it ends, written to ``log`` (INFO) when
+    given, else the stream."""
+
+    def __init__(self, stream: TextIO | None = None, every: float = 10.0,
+                 log: logging.Logger | logging.LoggerAdapter | None = None):
+        self.stream = stream or sys.stderr
+        self.every = every
+        self.log = log
+        self.shown: dict[str, float] = {}
+
+    def __call__(self, progress: StageProgress) -> None:
+        """Show ``progress`` as the stream allows."""
+        if self.stream.isatty():
+            self.stream.write("\r\x1b[2K" + ("" if progress.finished else progress.line()))
+            self.stream.flush()
+            return
+        last = self.shown.get(progress.stage)
+        if progress.failed:
+            return
+        if (progress.finished and last is not None) or progress.elapsed - (last or 0.0) >= self.every:
+            self.shown[progress.stage] = progress.elapsed
+            if self.log is not None:
+                self.log.info("%s", progress.line())
+            else:
+                print(progress.line(), file=self.stream, flush=True)
+
+
+class _Tracker:
+    """The counts of the run's clients and the stage now running, shown to the reporters by a ticking thread."""
+
+    def __init__(self, reporters: list[Callable[[StageProgress], None]]):
+        self.reporters = reporters
+        self.counts: dict[str, tuple[int, int]] = {}
+        self.current: tuple[str, int, int, float] | None = None
+        self.parts: tuple[int, int, str] | None = None
+        self.lock = threading.Lock()
+
+    def counted(self, client_id: str, done: int, total: int) -> None:
+        """Note a client's counts, as its scheduler published them."""
+        with self.lock:
+            self.counts[client_id] = (done, total)
+
+    def _sums(self) -> tuple[int, int]:
+        """Tasks done and submitted, over every client of the run."""
+        return sum(d for d, _ in self.counts.values()), sum(t for _, t in self.counts.values())
+
+    def snapshot(self, finished: bool = False) -> StageProgress | None:
+        """The running stage's progress since it started; None between stages."""
+        with self.lock:
+            if self.current is None:
+                return None
+            name, done0, total0, started = self.current
+            done, total = self._sums()
+            elapsed = time.monotonic() - started
+            if self.parts is not None:
+                return StageProgress(name, *self.parts[:2], elapsed, finished, self.parts[2])
+        return StageProgress(name, done - done0, total - total0, elapsed, finished)
+
+    def show(self, progress: StageProgress | None) -> None:
+        """Hand ``progress`` to every reporter; a reporter's failure is logged, never fails the run."""
+        for report in self.reporters if progress is not None else ():
+            try:
+                report(progress)
+            except Exception as exc:  # a progress display must never fail the run it shows
+                LOG.warning("progress display %s failed: %s", type(report).__name__, type(exc).__name__)
+
+    @contextlib.contextmanager
+    def stage(self, name: str) -> Iterator[None]:
+        """Track stage ``name`` for the block: its counts from now on, shown every TICK_SECONDS and at its end."""
+        with self.lock:
+            self.current = (name, *self._sums(), time.monotonic())
+        stop = threading.Event()
+        ticker = threading.Thread(target=contextvars.copy_context().run, args=(self._tick, stop),
+                                  name=f"sdc-progress-{name}", daemon=True)  # the caller's context: its flow run
+        ticker.start()
+        failed = True
+        try:
+            yield
+            failed = False
+        finally:
+            stop.set()
+            ticker.join()
+            ended = self.snapshot(finished=True)
+            with self.lock:
+                self.current, self.parts = None, None
+            self.show(dataclasses.replace(ended, failed=failed))
+
+    def _tick(self, stop: threading.Event) -> None:
+        """Show the stage's progress every TICK_SECONDS until ``stop`` is set."""
+        while not stop.wait(TICK_SECONDS):
+            self.show(self.snapshot())
+
+
+_ACTIVE: list[_Tracker] = []
+
+
+@contextlib.contextmanager
+def tracking(reporters: list[Callable[[StageProgress], None]]) -> Iterator[None]:
+    """For the block, the stages it names (:func:`stage`) are shown to ``reporters``, counted on every Dask client
+    that :func:`counting` attaches (``sdc_tasks.cluster.dask_client`` does)."""
+    _ACTIVE.append(_Tracker(reporters))
+    try:
+        yield
+    finally:
+        _ACTIVE.pop()
+
+
+@contextlib.contextmanager
+def stage(name: str) -> Iterator[None]:
+    """Name the stage the block runs, for the reporters of the innermost :func:`tracking` (nothing without one)."""
+    if not _ACTIVE:
+        yield
+        return
+    with _ACTIVE[-1].stage(name):
+        yield
+
+
+def count(done: int, total: int, unit: str) -> None:
+    """The running stage's own count of its ``unit`` (work done outside Dask, e.g. files written), shown instead
+    of Dask's task counts; nothing without a :func:`tracking`."""
+    if _ACTIVE:
+        with _ACTIVE[-1].lock:
+            _ACTIVE[-1].parts = (done, total, unit)
+
+
+@contextlib.contextmanager
+def counting(client: Client) -> Iterator[None]:
+    """For the block, count ``client``'s tasks for the innermost :func:`tracking` (nothing without one): its
+    scheduler runs a :class:`TaskCounter` whose counts the client receives as events. A scheduler that cannot load
+    the plugin (this package not installed beside it) only costs the progress display, with a warning."""
+    if not _ACTIVE:
+        yield
+        return
+    tracker, plugin = _ACTIVE[-1], TaskCounter(client.id)
+    try:
+        client.register_plugin(plugin)
+    except Exception as exc:  # the scheduler's environment, not the run, is at fault
+        LOG.warning("no progress display: the Dask scheduler did not take the progress plugin (%s)",
+                    type(exc).__name__)
+        yield
+        return
+    client.subscribe_topic(plugin.name, lambda event: tracker.counted(client.id, event[1]["done"],
+                                                                      event[1]["total"]))
+    try:
+        yield
+    finally:
+        with contextlib.suppress(Exception):  # the scheduler may be gone already (a lost cluster is reported apart)
+            client.unsubscribe_topic(plugin.name)
+            client.unregister_scheduler_plugin(plugin.name)

@@ -1,0 +1,180 @@
+"""Operating the ``sdc`` command as Prefect and Dask users expect: ``--version``, ``sdc validate`` and the same
+checks before a release starts anything, a refusal reported as an outcome (exit 3, the failing checks, a
+"Refused" state in Prefect), and a quiet console by default."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from importlib.metadata import version
+from pathlib import Path
+
+import pytest
+import yaml
+from typer.testing import CliRunner
+
+import sdc_tasks.cluster
+from sdc_tasks.cli import app
+from sdc_tasks.generate import bundled_path
+
+ROOT = Path(__file__).resolve().parent.parent
+runner = CliRunner()
+
+
+def invoke(*args) -> object:
+    return runner.invoke(app, [str(a) for a in args])
+
+
+def demo_spec(tmp_path: Path, **changes) -> Path:
+    """The bundled demo spec, its input by absolute path and its output in tmp_path, with ``changes`` merged in."""
+    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
+    spec["input"]["path"] = str(bundled_path("census.csv"))
+    spec["output"] = {"dir": str(tmp_path / "release"), "overwrite": False}
+    spec.update(changes)
+    path = tmp_path / "spec.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    return path
+
+
+@pytest.fixture
+def nothing_starts(monkeypatch):
+    """Fail the test if a command starts a Dask cluster or a Prefect server."""
+    import flows.server
+
+    def started(*args, **kwargs):
+        raise AssertionError("a cluster or server was started")
+
+    monkeypatch.setattr(sdc_tasks.cluster, "LocalCluster", started)
+    monkeypatch.setattr(flows.server, "temporary_server", started)
+
+
+def test_version_names_the_package_and_the_libraries_it_runs_on():
+    result = invoke("--version")
+    assert result.exit_code == 0
+    assert result.output.strip() == (f"sdc {version('sdc-pipeline')} (prefect {version('prefect')}, dask "
+                                     f"{version('dask')}, distributed {version('distributed')})")
+
+
+def test_validate_checks_spec_input_and_output_without_starting_anything(tmp_path, nothing_starts):
+    result = invoke("validate", demo_spec(tmp_path))
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0].endswith("valid (census-demo, 1 masking step: md)")
+    assert lines[1].endswith("census.csv: 13 columns, each with a role")
+    assert lines[2].startswith("  masked AFNLWGT, AGI,") and lines[2].endswith("; id record_id")
+    assert lines[3] == f"  output {tmp_path / 'release'}: new"
+
+
+FAULTS = [
+    (lambda s: s["steps"][0].update(method="mdavv"), "steps.0.method"),
+    (lambda s: s["variables"]["continuous"].append("NOPE"), "NOPE"),
+    (lambda s: s["variables"]["continuous"].remove("ERNVAL"), "'ERNVAL'"),
+    (lambda s: s["input"].update(path="/nonexistent/census.csv"), "input not found: /nonexistent/census.csv"),
+    (lambda s: s["output"].update(dir=str(bundled_path("census.csv"))), "is the input"),
+]
+
+
+@pytest.mark.parametrize("command", ["validate", "release"])
+@pytest.mark.parametrize("fault,named", FAULTS)
+def test_a_spec_input_or_output_fault_is_named_before_anything_starts(tmp_path, nothing_starts, command, fault,
+                                                                       named):
+    spec = yaml.safe_load(demo_spec(tmp_path).read_text())
+    fault(spec)
+    path = tmp_path / "faulty.yaml"
+    path.write_text(yaml.safe_dump(spec))
+    result = invoke(command, path)
+    assert result.exit_code == 2, result.output
+    assert named in result.output and len(result.output.strip().splitlines()) == 1
+    assert "Traceback" not in result.output
+
+
+def test_an_existing_output_is_refused_before_anything_starts(tmp_path, nothing_starts):
+    (tmp_path / "release").mkdir()
+    for command in ("validate", "release"):
+        result = invoke(command, demo_spec(tmp_path))
+        assert result.exit_code == 2 and "already exists" in result.output
+
+
+def test_a_refused_release_exits_3_with_its_checks_and_ends_as_refused_in_prefect(prefect_harness, tmp_path):
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.sorting import FlowRunSort
+    from prefect.settings import PREFECT_API_URL
+
+    spec = demo_spec(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0, "PLD": 0.5}})
+    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
+    for name in ("SDC_VERBOSE", "PREFECT_LOGGING_LEVEL"):  # the suite's conftest quiets Prefect's loggers
+        env.pop(name, None)
+    done = subprocess.run([sys.executable, "-m", "sdc_tasks.cli", "release", str(spec)], env=env, cwd=tmp_path,
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr
+    metrics = json.loads((tmp_path / "release" / "metrics.json").read_text())
+    report = tmp_path / "release" / "report.md"
+    tail = done.stderr.splitlines()[-4:]
+    assert tail == ["refused: census-demo was not published; the risk gate failed 2 of 3 checks:",
+                    f"  DLD  {format(metrics['DLD'], '.4g'):>8} > limit 1",
+                    f"  PLD  {format(metrics['PLD'], '.4g'):>8} > limit 0.5",
+                    f"report: {report}"]
+    assert "Traceback" not in done.stderr and done.stdout == ""
+    for noise in ("Finished in state", "Beginning flow run", "distributed.", "Lost all workers",
+                  "Starting temporary server"):
+        assert noise not in done.stderr
+    assert "dashboard http://127.0.0.1:" in done.stderr and "validated 1080 records" in done.stderr
+
+    with get_client(sync_client=True) as client:
+        [run] = client.read_flow_runs(sort=FlowRunSort.START_TIME_DESC, limit=1)
+    assert run.state.is_failed() and run.state.name == "Refused"
+    assert f"DLD = {format(metrics['DLD'], '.4g')} > limit 1" in run.state.message
+    assert f"PLD = {format(metrics['PLD'], '.4g')} > limit 0.5" in run.state.message
+
+
+def record(name: str, level: int, path: str) -> logging.LogRecord:
+    """A log record as logger ``name`` would make it at ``path``."""
+    return logging.LogRecord(name, level, path, 1, "message", None, None)
+
+
+def test_the_quiet_console_keeps_own_lines_and_warnings_only():
+    from flows.console import OwnLinesAndWarnings
+
+    keep = OwnLinesAndWarnings().filter
+    ours = str(ROOT / "sdc_tasks" / "pipeline" / "run.py")
+    import prefect
+
+    prefects = str(Path(prefect.__file__).parent / "engine.py")
+    assert keep(record("prefect.flow_runs", logging.INFO, ours))
+    assert not keep(record("prefect.flow_runs", logging.INFO, prefects))
+    assert not keep(record("distributed.scheduler", logging.INFO, prefects))
+    assert keep(record("distributed.scheduler", logging.WARNING, prefects))
+
+
+class Collected(logging.Handler):
+    """Keeps every record it is handed."""
+
+    def __init__(self):
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_a_local_cluster_closes_quietly_unless_verbose(monkeypatch, verbose):
+    monkeypatch.setenv("SDC_VERBOSE", "1" if verbose else "0")
+    collected, logger = Collected(), logging.getLogger("distributed")
+    logger.addHandler(collected)
+    try:
+        with dask_cluster_of_one() as client:
+            assert client.submit(sum, [1, 2]).result() == 3
+    finally:
+        logger.removeHandler(collected)
+    messages = [r.getMessage() for r in collected.records]
+    assert any("Lost all workers" in m for m in messages) == verbose
+    assert all(r.levelno >= logging.ERROR for r in collected.records) != verbose
+
+
+def dask_cluster_of_one():
+    """``sdc_tasks.cluster.dask_client`` with one worker."""
+    return sdc_tasks.cluster.dask_client(None, 1)

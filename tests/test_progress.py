@@ -1,0 +1,112 @@
+"""Progress per stage (sdc_tasks.progress): the counts Dask's scheduler publishes, the line a stage shows on a
+terminal and elsewhere, and the progress artifacts of a flow run."""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+
+from sdc_tasks.cluster import dask_client
+from sdc_tasks.progress import StageProgress, TerminalProgress, count, stage, tracking
+
+
+class Terminal(io.StringIO):
+    """A stream that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_a_stage_line_estimates_the_remaining_time_from_the_rate_so_far():
+    p = StageProgress("evaluate", 25, 100, 10.0)
+    assert p.remaining() == pytest.approx(30.0) and p.fraction() == 0.25
+    assert p.line() == "evaluate: 25/100 tasks, 10 s elapsed, about 30 s remaining"
+    assert StageProgress("mask", 0, 8, 3.0).line() == "mask: 0/8 tasks, 3 s elapsed, remaining unknown"
+    finished = StageProgress("write", 4, 4, 2.0, finished=True, unit="files")
+    assert finished.line() == "write: 4/4 files, 2 s elapsed, done"
+
+
+def test_plain_lines_come_every_ten_seconds_and_a_last_one_only_for_a_stage_that_showed_one():
+    stream = io.StringIO()
+    show = TerminalProgress(stream)
+    for elapsed in (1.0, 5.0, 10.5, 12.0, 21.0):
+        show(StageProgress("evaluate", int(elapsed), 30, elapsed))
+    show(StageProgress("evaluate", 30, 30, 22.0, finished=True))
+    show(StageProgress("validate", 3, 3, 0.4, finished=True))
+    assert stream.getvalue().splitlines() == ["evaluate: 10/30 tasks, 10 s elapsed, about 21 s remaining",
+                                              "evaluate: 21/30 tasks, 21 s elapsed, about 9 s remaining",
+                                              "evaluate: 30/30 tasks, 22 s elapsed, done"]
+
+
+def test_a_terminal_line_is_redrawn_in_place_and_cleared_at_the_end():
+    stream = Terminal()
+    show = TerminalProgress(stream)
+    show(StageProgress("mask", 1, 4, 1.0))
+    show(StageProgress("mask", 2, 4, 2.0))
+    show(StageProgress("mask", 4, 4, 3.0, finished=True))
+    assert stream.getvalue() == ("\r\x1b[2Kmask: 1/4 tasks, 1 s elapsed, about 3 s remaining"
+                                 "\r\x1b[2Kmask: 2/4 tasks, 2 s elapsed, about 2 s remaining\r\x1b[2K")
+    assert "\n" not in stream.getvalue()
+
+
+def increment(x: int) -> int:
+    """A task."""
+    return x + 1
+
+
+def test_the_scheduler_counts_each_stage_s_tasks_for_the_client():
+    seen: list[StageProgress] = []
+    with tracking([seen.append]), dask_client(None, 1) as client:
+        with stage("first"):
+            assert client.gather(client.map(increment, range(20))) == list(range(1, 21))
+        with stage("second"):
+            assert sum(client.gather(client.map(increment, range(100, 107)))) == sum(range(101, 108))
+    finals = [p for p in seen if p.finished]
+    assert [(p.stage, p.done, p.total) for p in finals] == [("first", 20, 20), ("second", 7, 7)]
+    assert all(p.done <= p.total for p in seen)
+
+
+def test_a_stage_may_count_its_own_parts_and_nothing_is_shown_without_tracking():
+    seen: list[StageProgress] = []
+    with stage("untracked"):
+        count(1, 2, "files")  # no tracking: nothing to show, nothing fails
+    with tracking([seen.append]), stage("generate"):
+        count(0, 3, "files")
+        count(3, 3, "files")
+    assert [(p.stage, p.done, p.total, p.unit, p.finished) for p in seen] == [("generate", 3, 3, "files", True)]
+
+
+def test_a_flow_run_has_a_progress_artifact_per_stage(prefect_harness):
+    from prefect import flow
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterFlowRunId, ArtifactFilterType
+
+    from flows.progress import flow_progress
+
+    @flow(persist_result=False)
+    def staged() -> None:
+        with flow_progress():
+            for name, parts in (("block", 2), ("write", 5)):
+                with stage(name):
+                    count(parts, parts, "files")
+
+    state = staged(return_state=True)
+    with get_client(sync_client=True) as client:
+        artifacts = client.read_artifacts(artifact_filter=ArtifactFilter(
+            flow_run_id=ArtifactFilterFlowRunId(any_=[state.state_details.flow_run_id]),
+            type=ArtifactFilterType(any_=["progress"])))
+    assert sorted((a.description, a.data) for a in artifacts) == [
+        ("block: 2/2 files, 0 s elapsed, done", 100.0), ("write: 5/5 files, 0 s elapsed, done", 100.0)]
+
+
+def test_a_stage_ended_by_an_exception_clears_the_terminal_line_and_claims_nothing_done():
+    terminal, plain, seen = Terminal(), io.StringIO(), []
+    with pytest.raises(KeyboardInterrupt), tracking([TerminalProgress(terminal), TerminalProgress(plain), seen.append]):
+        with stage("mask"):
+            count(2, 5, "files")
+            raise KeyboardInterrupt
+    [ended] = seen
+    assert ended.finished and ended.failed and ended.line() == "mask: 2/5 files, 0 s elapsed, stopped"
+    assert ended.fraction() == 0.4
+    assert terminal.getvalue() == "\r\x1b[2K" and plain.getvalue() == ""
