@@ -16,12 +16,12 @@ from pathlib import Path
 import dask
 import pandas as pd
 import pytest
-import yaml
 from distributed import Client, get_task_stream
 from distributed.utils import key_split
+from spec_files import demo_spec_file
 
 from flows.release import release
-from sdc_tasks.generate import bundled_path, write_synthetic
+from sdc_tasks.generate import write_synthetic
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline import stages as R
 from sdc_tasks.pipeline.spec import load_spec
@@ -75,17 +75,6 @@ def cluster():
         stop(workers, scheduler)
 
 
-def write_spec(tmp_path: Path, **changes) -> Path:
-    """The bundled demo spec (Census, MDAV k = 7 on triples) with absolute input, output under tmp_path."""
-    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
-    spec["input"]["path"] = str(bundled_path("census.csv"))
-    spec.update(changes)
-    spec["output"] = {"dir": str(tmp_path / "release"), "overwrite": False}
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
-
-
 def masked(out: Path) -> tuple[pd.DataFrame, dict[str, str]]:
     """The masked dataset of a release and the SHA-256 of each of its files."""
     files = {k: v for k, v in tree_checksums(out).items() if k.startswith("masked/")}
@@ -119,7 +108,7 @@ def assert_equals_in_process_run(spec: Path, tmp_path: Path, rows: int) -> None:
 
 def test_release_on_scheduler_processes_equals_in_process_run(cluster, tmp_path):
     address, workers = cluster
-    spec = write_spec(tmp_path)
+    spec = demo_spec_file(tmp_path)
     with Client(address, set_as_default=False) as client, get_task_stream(client) as stream:
         summary = release(str(spec), dask_address=address)
     assert {t["worker"] for t in stream.data} == set(workers)  # both worker processes did work
@@ -153,7 +142,7 @@ def test_worker_killed_while_masking_gives_the_same_release(cluster, synthetic, 
     changes = dict(input={"path": str(synthetic), "format": "parquet"}, create_id=False, metrics=["il"],
                    gate={"min_group_size": 3},
                    steps=[{"method": "mdav", "params": {"k": 7, "group_size": 3, "block_size": 2000}}])
-    spec = write_spec(tmp_path, **changes)
+    spec = demo_spec_file(tmp_path, **changes)
     done, killed = threading.Event(), []
     killer = threading.Thread(target=kill_when_masking, args=(address, workers, done, killed))
     killer.start()

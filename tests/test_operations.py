@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from spec_files import demo_spec_file
 from typer.testing import CliRunner
 
 import sdc_tasks.cluster
@@ -26,17 +27,6 @@ runner = CliRunner()
 
 def invoke(*args) -> object:
     return runner.invoke(app, [str(a) for a in args])
-
-
-def demo_spec(tmp_path: Path, **changes) -> Path:
-    """The bundled demo spec, its input by absolute path and its output in tmp_path, with ``changes`` merged in."""
-    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
-    spec["input"]["path"] = str(bundled_path("census.csv"))
-    spec["output"] = {"dir": str(tmp_path / "release"), "overwrite": False}
-    spec.update(changes)
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
 
 
 @pytest.fixture
@@ -59,7 +49,7 @@ def test_version_names_the_package_and_the_libraries_it_runs_on():
 
 
 def test_validate_checks_spec_input_and_output_without_starting_anything(tmp_path, nothing_starts):
-    result = invoke("validate", demo_spec(tmp_path))
+    result = invoke("validate", demo_spec_file(tmp_path))
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert lines[0].endswith("valid (census-demo, 1 masking step: md)")
@@ -81,7 +71,7 @@ FAULTS = [
 @pytest.mark.parametrize("fault,named", FAULTS)
 def test_a_spec_input_or_output_fault_is_named_before_anything_starts(tmp_path, nothing_starts, command, fault,
                                                                        named):
-    spec = yaml.safe_load(demo_spec(tmp_path).read_text())
+    spec = yaml.safe_load(demo_spec_file(tmp_path).read_text())
     fault(spec)
     path = tmp_path / "faulty.yaml"
     path.write_text(yaml.safe_dump(spec))
@@ -94,7 +84,7 @@ def test_a_spec_input_or_output_fault_is_named_before_anything_starts(tmp_path, 
 def test_an_existing_output_is_refused_before_anything_starts(tmp_path, nothing_starts):
     (tmp_path / "release").mkdir()
     for command in ("validate", "release"):
-        result = invoke(command, demo_spec(tmp_path))
+        result = invoke(command, demo_spec_file(tmp_path))
         assert result.exit_code == 2 and "already exists" in result.output
 
 
@@ -103,7 +93,7 @@ def test_a_refused_release_exits_3_with_its_checks_and_ends_as_refused_in_prefec
     from prefect.client.schemas.sorting import FlowRunSort
     from prefect.settings import PREFECT_API_URL
 
-    spec = demo_spec(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0, "PLD": 0.5}})
+    spec = demo_spec_file(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0, "PLD": 0.5}})
     env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
     for name in ("SDC_VERBOSE", "PREFECT_LOGGING_LEVEL"):  # the suite's conftest quiets Prefect's loggers
         env.pop(name, None)

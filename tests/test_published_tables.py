@@ -97,14 +97,19 @@ def test_table_values_transcribed_from_the_chapter(table, column):
             assert re.search(rf"^{family}{k:02d}\t{skipped}{value:.2f}\t", text, re.M), (family, k)
 
 
-def published_dld(census, masked_values: np.ndarray, cols: list[str]) -> float:
-    """DLDpub of a masked Census file, the keys taken in the file's column order (docs/reproduction.md)."""
+def census_measure(census, masked_values: np.ndarray, cols: list[str], family: str, key: str, **options) -> float:
+    """One measure of a masked Census file (the family's ``key``), the keys taken in the file's column order
+    (docs/reproduction.md), the files in 2 and 3 partitions."""
     masked = census.copy()
     masked[cols] = masked_values
-    keys = cols[:7]
     with dask.config.set(scheduler="synchronous"):
-        return evaluate(dd.from_pandas(census, 2), dd.from_pandas(masked, 3), "record_id", cols, keys,
-                        ("dld_published",), cell_rows=300)["DLDpub"]
+        return evaluate(dd.from_pandas(census, 2), dd.from_pandas(masked, 3), "record_id", cols, cols[:7], (family,),
+                        **options)[key]
+
+
+def published_dld(census, masked_values: np.ndarray, cols: list[str]) -> float:
+    """DLDpub of a masked Census file."""
+    return census_measure(census, masked_values, cols, "dld_published", "DLDpub", cell_rows=300)
 
 
 @pytest.fixture(scope="module")
@@ -133,12 +138,8 @@ def test_published_dld_of_individual_ranking_matches_table_1_to_the_digit(census
 
 
 def published_pld(census, masked_values: np.ndarray, cols: list[str]) -> float:
-    """PLDpub of a masked Census file, the keys taken in the file's column order (docs/reproduction.md)."""
-    masked = census.copy()
-    masked[cols] = masked_values
-    with dask.config.set(scheduler="synchronous"):
-        return evaluate(dd.from_pandas(census, 2), dd.from_pandas(masked, 3), "record_id", cols, cols[:7],
-                        ("pld_published",))["PLDpub"]
+    """PLDpub of a masked Census file."""
+    return census_measure(census, masked_values, cols, "pld_published", "PLDpub")
 
 
 def test_published_pld_follows_table_1_on_md_and_individual_ranking(census):
@@ -181,11 +182,7 @@ def test_id_values_transcribed_from_the_chapter():
 
 def interval_disclosure(census, masked_values: np.ndarray, cols: list[str]) -> float:
     """ID (docs/metrics.md) of a masked Census file."""
-    masked = census.copy()
-    masked[cols] = masked_values
-    with dask.config.set(scheduler="synchronous"):
-        return evaluate(dd.from_pandas(census, 2), dd.from_pandas(masked, 3), "record_id", cols, cols[:1],
-                        ("id",))["ID"]
+    return census_measure(census, masked_values, cols, "id", "ID")
 
 
 def test_id_of_individual_ranking_and_md_reproduces_table_1(census):

@@ -8,25 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
-import yaml
+from spec_files import demo_spec_file
 
 from sdc_tasks.errors import ReleaseRefused
-from sdc_tasks.generate import CENSUS_VARIABLES, bundled_path
+from sdc_tasks.generate import CENSUS_VARIABLES
 from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import MARKER
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
-
-
-def write_spec(tmp_path: Path, **changes) -> Path:
-    """The bundled demo spec with absolute input path, output under tmp_path and the given top-level changes."""
-    spec = yaml.safe_load(bundled_path("demo.yaml").read_text())
-    spec["input"]["path"] = str(bundled_path("census.csv"))
-    spec["output"] = {"dir": str(tmp_path / "release"), "overwrite": False}
-    spec.update(changes)
-    path = tmp_path / "spec.yaml"
-    path.write_text(yaml.safe_dump(spec))
-    return path
 
 
 def run(spec_path: Path, **kw):
@@ -39,7 +28,7 @@ def run(spec_path: Path, **kw):
 def published(tmp_path_factory):
     """One published demo release (module-scoped: the flow takes a few seconds)."""
     tmp = tmp_path_factory.mktemp("published")
-    summary = run(write_spec(tmp))
+    summary = run(demo_spec_file(tmp))
     return tmp / "release", summary
 
 
@@ -100,7 +89,7 @@ def test_report_says_published_and_holds_no_record_values(published, census):
 
 def test_rerun_gives_identical_files(published, tmp_path):
     out, _ = published
-    run(write_spec(tmp_path))
+    run(demo_spec_file(tmp_path))
     first = {k: v for k, v in tree_checksums(out).items() if k.startswith("masked/")}
     second = {k: v for k, v in tree_checksums(tmp_path / "release").items() if k.startswith("masked/")}
     assert first == second
@@ -109,7 +98,7 @@ def test_rerun_gives_identical_files(published, tmp_path):
 @pytest.mark.parametrize("limits,failing,message", [({"DLD": 1.0, "ID": 99.0}, "DLD", r"DLD = [0-9.]+ > limit 1 "),
                                                     ({"PLD": 5.0, "DLD": 99.0}, "PLD", r"PLD = [0-9.]+ > limit 5 ")])
 def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, failing, message):
-    spec = write_spec(tmp_path, gate={"max": limits})
+    spec = demo_spec_file(tmp_path, gate={"max": limits})
     with pytest.raises(ReleaseRefused, match=message) as refused:
         run(spec)
     assert [c.measure for c in refused.value.checks] == [failing]
@@ -121,7 +110,7 @@ def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, failin
 
 
 def test_bad_input_leaves_no_output(tmp_path):
-    spec = write_spec(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"],
+    spec = demo_spec_file(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"],
                                            "pass_through": [c for c in CENSUS_VARIABLES if c != "FEDTAX"]})
     with pytest.raises(Exception, match="NOPE"):
         run(spec)
@@ -137,7 +126,7 @@ def test_rank_swap_release_accounts_for_every_column(tmp_path, census):
     data.to_csv(src, index=False)
     masked_vars, passed = ["FEDTAX", "AGI", "PTOTVAL"], [c for c in census.columns[1:] if c not in {"FEDTAX", "AGI",
                                                                                                     "PTOTVAL"}]
-    spec = write_spec(
+    spec = demo_spec_file(
         tmp_path,
         input={"path": str(src), "format": "csv"},
         create_id=False,
@@ -168,7 +157,7 @@ def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
 
     from flows.release import release
 
-    state = release(str(write_spec(tmp_path)), return_state=True)
+    state = release(str(demo_spec_file(tmp_path)), return_state=True)
     assert state.is_completed()
     flow_run_id = state.state_details.flow_run_id
     with get_client(sync_client=True) as client:
