@@ -207,10 +207,13 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
             summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address,
                               workers=workers, overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert,
                               tls_key=tls.key)
+    from sdc_tasks.report.document import format_value
+    from sdc_tasks.report.headline import headline_keys
+
     m = summary.metrics
     typer.echo(f"published {summary.records_out} records to {summary.paths.out_dir}")
     typer.echo("  " + _accounting_line(summary.columns))
-    typer.echo("  " + "  ".join(f"{k}={m[k]:.2f}" for k in ("IL", "DLD", "ID", "score_simple") if k in m))
+    typer.echo("  " + "  ".join(f"{k}={format_value(m[k])}" for k in headline_keys(m)))
 
 
 @app.command()
