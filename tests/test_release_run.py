@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from distributed import Client, LocalCluster
-from test_release_flow import write_spec
+from spec_files import demo_spec_file
 
 import sdc_tasks.pipeline.stages
 from sdc_tasks.errors import ReleaseRefused
@@ -42,7 +42,7 @@ def published_files(out: Path) -> dict[str, str]:
 def published(tmp_path_factory, client):
     """One published run of the demo spec: its output directory and summary."""
     tmp = tmp_path_factory.mktemp("run")
-    summary = run_release(load_spec(write_spec(tmp)), client=client)
+    summary = run_release(load_spec(demo_spec_file(tmp)), client=client)
     return tmp / "release", summary
 
 
@@ -80,7 +80,7 @@ def test_run_release_leaves_the_given_client_open(published, client):
 def test_run_release_writes_the_flows_files(tmp_path, client, prefect_harness):
     from flows.release import release
 
-    path, out = write_spec(tmp_path), tmp_path / "out"
+    path, out = demo_spec_file(tmp_path), tmp_path / "out"
     by_flow = release(str(path), out_dir=str(out), overwrite=True)
     flow_files, flow_manifest = published_files(out), json.loads((out / "manifest.json").read_text())
     by_run = run_release(load_spec(path), client=client, out_dir=out, overwrite=True)
@@ -93,7 +93,7 @@ def test_run_release_writes_the_flows_files(tmp_path, client, prefect_harness):
 
 
 def test_refusal_raises_with_the_failing_checks_and_the_summary(tmp_path, client):
-    spec = load_spec(write_spec(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0}}))
+    spec = load_spec(demo_spec_file(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0}}))
     with pytest.raises(ReleaseRefused, match=r"DLD = [0-9.]+ > limit 1 \(report: .*report\.md\)") as refused:
         run_release(spec, client=client, out_dir=tmp_path / "elsewhere")
     (check,) = refused.value.checks
@@ -118,7 +118,7 @@ def test_one_evaluation_per_release(tmp_path, client, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(sdc_tasks.pipeline.stages, "evaluate", counted)
-    summary = run_release(load_spec(write_spec(tmp_path, steps=MDAV)), client=client)
+    summary = run_release(load_spec(demo_spec_file(tmp_path, steps=MDAV)), client=client)
     assert calls == [("il", "pil", "dld", "pld", "id")]
     assert {"IL", "PIL", "DLD", "PLD", "ID", "score"} <= set(summary.metrics)
 
@@ -138,7 +138,7 @@ def test_the_input_file_is_opened_at_most_four_times(tmp_path, client, monkeypat
 
     monkeypatch.setattr(builtins, "open", counting)
     monkeypatch.setattr(io, "open", counting)
-    summary = run_release(load_spec(write_spec(tmp_path, steps=MDAV)), client=client)
+    summary = run_release(load_spec(demo_spec_file(tmp_path, steps=MDAV)), client=client)
     assert summary.published and summary.records_out == 1080
     assert 1 <= len(opens) <= 4
 
