@@ -128,8 +128,9 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     the terminal's SIGINT (an interrupted run stops it; a SIGINT or SIGTERM during its start ends the run right
     after) and is closed on exit, the scratch directories its stopped workers left then removed; an attached
     scheduler (over TLS with ``tls``) is left running. The dashboard's URL is logged when the client connects
-    (``_announce``); Dask's own INFO and WARNING logs only when ``verbose()``; its tasks are counted for the
-    progress display (``progress.counting``)."""
+    (``_announce``); Dask's own INFO and WARNING logs only when ``verbose()``, and the local workers' logs only then
+    (the run reports failed tasks and a lost scheduler itself; a worker outliving the scheduler of an interrupted
+    run prints no heartbeat traceback); its tasks are counted for the progress display (``progress.counting``)."""
     if address:
         with attached_client(address, tls) as client, counting(client):
             _announce(client)
@@ -144,7 +145,8 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
         with interruption_deferred():  # a Ctrl-C meanwhile is raised after, the cluster then closed
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
-                host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0", silence_logs=level,
+                host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
+                silence_logs=logging.INFO if verbose() else logging.CRITICAL,
                 local_directory=local_directory))
         with Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)
