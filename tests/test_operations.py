@@ -129,7 +129,7 @@ def test_the_quiet_console_keeps_own_lines_and_warnings_only():
     from flows.console import OwnLinesAndWarnings
 
     keep = OwnLinesAndWarnings().filter
-    ours = str(ROOT / "sdc_tasks" / "pipeline" / "run.py")
+    ours = str(Path(sdc_tasks.cluster.__file__).resolve().parent / "pipeline" / "run.py")  # installed or checkout
     import prefect
 
     prefects = str(Path(prefect.__file__).parent / "engine.py")
