@@ -138,7 +138,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
         return
     check_tls_settings(address, tls)
     logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
-    level = logging.INFO if verbose() else logging.ERROR
+    level, worker_level = (logging.INFO, logging.INFO) if verbose() else (logging.ERROR, logging.CRITICAL)
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
     with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
         started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
@@ -146,7 +146,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
                 host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
-                silence_logs=logging.INFO if verbose() else logging.CRITICAL,
+                silence_logs=worker_level,
                 local_directory=local_directory))
         with Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)

@@ -15,13 +15,13 @@ import pandas as pd
 
 from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
 from sdc_tasks.report.document import HEADLINE_CSS
+from sdc_tasks.report.figures import new_figure, panel_grid
 from sdc_tasks.report.headline import headline_html, key_numbers, metrics_headline
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FRAME_COLUMNS = ("key", "value", "family", "group", "unit", "direction", "description")
-PLOT_COLUMNS = 4
 
 
 def _is_number(value: Any) -> bool:
@@ -125,17 +125,12 @@ class Metrics(Mapping[str, Any]):
 
         ``original`` and ``masked``: pandas or Dask DataFrames (the columns plotted are computed) or paths;
         ``vars``: default the numeric columns of ``original`` that ``masked`` has, but ``id_column``."""
-        from matplotlib.backends.backend_agg import FigureCanvasAgg
-        from matplotlib.figure import Figure
-
         frames = [_table(d) for d in (original, masked)]
         names = [vars] if isinstance(vars, str) else list(vars) if vars else [
             c for c in frames[0].columns if c != id_column and c in frames[1].columns
             and pd.api.types.is_numeric_dtype(frames[0][c]) and not pd.api.types.is_bool_dtype(frames[0][c])]
-        ncols = min(PLOT_COLUMNS, max(len(names), 1))
-        nrows = max(1, -(-len(names) // ncols))
-        fig = Figure(figsize=(3.2 * ncols, 2.6 * nrows), dpi=100)
-        FigureCanvasAgg(fig)
+        nrows, ncols = panel_grid(len(names))
+        fig = new_figure(3.2 * ncols, 2.6 * nrows)
         for i, name in enumerate(names):
             ax = fig.add_subplot(nrows, ncols, i + 1)
             _distributions(ax, _column(frames[0], name), _column(frames[1], name), bins)

@@ -160,7 +160,7 @@ img { max-width: 100%; border: 1px solid #ddd; }
 """.strip().replace("{HEADLINE_CSS}", HEADLINE_CSS)
 
 
-def _esc(text) -> str:
+def html_text(text) -> str:
     """Return text HTML-escaped (quotes included)."""
     return html.escape(str(text), quote=True)
 
@@ -177,15 +177,15 @@ def _is_numeric_text(text: str) -> bool:
 def html_cell(text: str, link: str | None = None, numbers_right: bool = True) -> str:
     """One escaped table cell, a number right-aligned (``numbers_right``), linking to the in-page anchor ``link``
     when given."""
-    inner = f'<a href="#{_esc(link)}">{_esc(text)}</a>' if link else _esc(text)
+    inner = f'<a href="#{html_text(link)}">{html_text(text)}</a>' if link else html_text(text)
     return f'<td class="num">{inner}</td>' if numbers_right and _is_numeric_text(str(text)) else f"<td>{inner}</td>"
 
 
 def html_table(table: Table) -> str:
     """Return a table as HTML with every cell escaped (first cells linked as ``table.links`` says)."""
-    head = "".join(f"<th>{_esc(h)}</th>" for h in table.headers)
+    head = "".join(f"<th>{html_text(h)}</th>" for h in table.headers)
     links = table.links or [None] * len(table.rows)
-    ids = [f' id="{_esc(i)}"' if i else "" for i in (table.ids or [None] * len(table.rows))]
+    ids = [f' id="{html_text(i)}"' if i else "" for i in (table.ids or [None] * len(table.rows))]
     body = "".join(f"<tr{row_id}>" + "".join(html_cell(c, link if i == 0 else None, table.numbers_right)
                                              for i, c in enumerate(row))
                    + "</tr>\n" for row, link, row_id in zip(table.rows, links, ids))
@@ -194,15 +194,15 @@ def html_table(table: Table) -> str:
 
 def html_picture(picture: Picture) -> str:
     """A picture as an inline (data: URI) image with its caption."""
-    return (f'<figure><img src="{picture.data_uri()}" alt="{_esc(picture.caption)}">'
-            f"<figcaption>{_esc(picture.caption)}</figcaption></figure>")
+    return (f'<figure><img src="{picture.data_uri()}" alt="{html_text(picture.caption)}">'
+            f"<figcaption>{html_text(picture.caption)}</figcaption></figure>")
 
 
 def html_section(section: Section) -> str:
     """Return one section as HTML."""
-    anchor = f' id="{_esc(section.anchor)}"' if section.anchor else ""
-    parts = [f"<h{section.level}{anchor}>{_esc(section.heading)}</h{section.level}>"]
-    parts += [f"<p>{_esc(p)}</p>" for p in section.paragraphs]
+    anchor = f' id="{html_text(section.anchor)}"' if section.anchor else ""
+    parts = [f"<h{section.level}{anchor}>{html_text(section.heading)}</h{section.level}>"]
+    parts += [f"<p>{html_text(p)}</p>" for p in section.paragraphs]
     parts += [html_picture(p) for p in section.pictures]
     if section.table:
         parts.append(html_table(section.table))
@@ -216,6 +216,6 @@ def html_page(title: str, headline_html: str, sections: list[Section]) -> str:
     return (
         "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
         "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-        f"<title>{_esc(title)}</title>\n<style>\n{HTML_CSS}\n</style>\n</head>\n<body>\n"
-        f"<h1>{_esc(title)}</h1>\n{headline_html}\n{body}\n</body>\n</html>\n"
+        f"<title>{html_text(title)}</title>\n<style>\n{HTML_CSS}\n</style>\n</head>\n<body>\n"
+        f"<h1>{html_text(title)}</h1>\n{headline_html}\n{body}\n</body>\n</html>\n"
     )

@@ -25,6 +25,12 @@ def new_figure(width: float, height: float) -> Figure:
     return fig
 
 
+def panel_grid(count: int, columns: int = GRID_COLUMNS) -> tuple[int, int]:
+    """(rows, columns) of a grid holding ``count`` panels, at most ``columns`` wide (one cell when there is none)."""
+    ncols = min(columns, max(count, 1))
+    return max(1, -(-count // ncols)), ncols
+
+
 def png_bytes(fig: Figure) -> bytes:
     """The figure as PNG bytes, without a Software tag (equal figures give equal bytes)."""
     buffer = io.BytesIO()
@@ -35,8 +41,7 @@ def png_bytes(fig: Figure) -> bytes:
 def distributions_figure(profiles: list[dict]) -> Figure:
     """Per variable, the original and the masked histogram on the same bins (the original's 1st to 99th
     percentile: values outside are counted in the panel's title, not drawn)."""
-    ncols = min(GRID_COLUMNS, max(len(profiles), 1))
-    nrows = max(1, -(-len(profiles) // ncols))
+    nrows, ncols = panel_grid(len(profiles))
     fig = new_figure(2.6 * ncols, 2.1 * nrows)
     for i, profile in enumerate(profiles):
         ax = fig.add_subplot(nrows, ncols, i + 1)
@@ -114,8 +119,7 @@ def dld_curve_figure(metrics: dict, limit: float | None) -> Figure:
 def risk_before_after_figure(rows: list[tuple[str, float, float]]) -> Figure:
     """One panel per categorical risk measure (label with unit, value before, value after masking): the original
     file's risk beside the masked file's."""
-    ncols = min(GRID_COLUMNS, max(len(rows), 1))
-    nrows = max(1, -(-len(rows) // ncols))
+    nrows, ncols = panel_grid(len(rows))
     fig = new_figure(2.4 * ncols, 2.0 * nrows)
     for i, (label, before, after) in enumerate(rows):
         ax = fig.add_subplot(nrows, ncols, i + 1)

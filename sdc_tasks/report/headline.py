@@ -8,12 +8,11 @@ metrics mapping alone; rendered as Markdown lines or HTML.
 
 from __future__ import annotations
 
-import html
 import json
 from dataclasses import dataclass
 
 from sdc_tasks.metrics.catalogue import anchor_of, measure_of
-from sdc_tasks.report.document import format_value, unit_value_text
+from sdc_tasks.report.document import format_value, html_text, unit_value_text
 
 HEADLINE_KEYS = ("IL", "PIL", "DLD", "PLD", "ID", "score", "kanon_violations_3", "sample_uniques", "indiv_risk_max",
                  "PLD_cat")
@@ -168,30 +167,28 @@ def headline_markdown(h: Headline) -> list[str]:
     return lines
 
 
-def _esc(text) -> str:
-    """Text HTML-escaped (quotes included)."""
-    return html.escape(str(text), quote=True)
-
-
 def headline_html(h: Headline, link_prefix: str = "#def-") -> str:
     """The headline as an HTML block (class "headline"): verdict banner, gate-check table, key-number cards
     (each key linking to ``link_prefix`` + its anchor; "" for no link) and run facts."""
     parts = ['<section class="headline" id="headline">',
-             f'<p class="status status-{_esc(h.status)}"><strong>{_esc(h.status)}</strong>: {_esc(h.detail)}</p>']
+             f'<p class="status status-{html_text(h.status)}"><strong>{html_text(h.status)}</strong>: '
+             f'{html_text(h.detail)}</p>']
     if h.checks:
-        head = "".join(f"<th>{_esc(c)}</th>" for c in CHECK_HEADERS)
+        head = "".join(f"<th>{html_text(c)}</th>" for c in CHECK_HEADERS)
         body = "".join(
-            f'<tr class="{"pass" if row[-1] == "pass" else "fail"}">' + "".join(f"<td>{_esc(c)}</td>" for c in row)
+            f'<tr class="{"pass" if row[-1] == "pass" else "fail"}">' + "".join(f"<td>{html_text(c)}</td>" for c in row)
             + "</tr>" for row in h.checks)
         parts.append(f'<table class="checks"><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>')
     if h.numbers:
         cards = []
         for n in h.numbers:
-            name = f'<a href="{_esc(link_prefix + n.anchor)}">{_esc(n.key)}</a>' if link_prefix else _esc(n.key)
-            value = _esc(unit_value_text(n.value, n.unit))
+            name = html_text(n.key)
+            if link_prefix:
+                name = f'<a href="{html_text(link_prefix + n.anchor)}">{name}</a>'
+            value = html_text(unit_value_text(n.value, n.unit))
             cards.append(f'<div class="card"><div class="key">{name}</div><div class="value">{value}</div>'
-                         f'<div class="note">{_esc(_number_note(n))}</div></div>')
+                         f'<div class="note">{html_text(_number_note(n))}</div></div>')
         parts.append(f'<div class="cards">{"".join(cards)}</div>')
-    facts = "".join(f"<tr><th>{_esc(label)}</th><td>{_esc(text)}</td></tr>" for label, text in h.facts)
+    facts = "".join(f"<tr><th>{html_text(label)}</th><td>{html_text(text)}</td></tr>" for label, text in h.facts)
     parts += [f'<table class="facts"><tbody>{facts}</tbody></table>', "</section>"]
     return "\n".join(parts)
