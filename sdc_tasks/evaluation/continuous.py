@@ -2,9 +2,11 @@
 brMSE), ``pil`` (PIL_*, PIL) and ``id`` (ID_p, ID, SDID), each a :class:`~sdc_tasks.evaluation.family.Family`,
 and the context every continuous family reads (the linkage families are in linkage_families.py).
 
-Cell errors are per-partition partial results combined by tree reductions. Exact quantiles and ranks (PIL_Q,
-brMAE/brMSE, ID) gather one variable of both files at a time on one worker (fine to about 1e8 records) and
-keep only a few numbers of it.
+Cell errors are per-partition partial results combined by tree reductions. The measures that read a variable's
+exact order (PIL_Q quantiles, brMAE/brMSE ranks, ID windows) sort it across the partitions, one variable at a
+time, so no task holds more than a few partitions whatever the number of records (order_measures.py); below
+GATHER_ROWS records, where one task is quicker than the sorts' rounds, each variable's columns are gathered on one
+worker instead, with the same results.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.evaluation.family import Family
+from sdc_tasks.evaluation.family import Deferred, Family
 from sdc_tasks.evaluation.linkage import gathered
+from sdc_tasks.evaluation.order_measures import OrderMeasures, variable_order_measures
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures, quantile_pil
@@ -27,6 +30,9 @@ from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, ran
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, sdid_hits
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, tree_merge
+
+GATHER_ROWS = 500_000
+"""Files of at most this many records gather each variable on one worker for the order-based measures."""
 
 
 def standard_scale(sd: np.ndarray) -> np.ndarray:
@@ -37,8 +43,9 @@ def standard_scale(sd: np.ndarray) -> np.ndarray:
 @dataclass(frozen=True)
 class ContinuousContext:
     """What the continuous families read: both files, their records paired (``pairs``, persisted), the moment
-    sketches of the original and the masked file over ``columns`` (the variables, then the other key variables)
-    and whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then)."""
+    sketches of the original and the masked file over ``columns`` (the variables, then the other key variables),
+    whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then) and the
+    families asked for (``families``: which order-based results to compute)."""
 
     original: dd.DataFrame
     masked: dd.DataFrame
@@ -51,6 +58,7 @@ class ContinuousContext:
     by_id: bool
     cell_rows: int
     pld_cell_rows: int
+    families: tuple[str, ...] = ()
 
     @property
     def n(self) -> int:
@@ -95,6 +103,21 @@ class ContinuousContext:
         stand for the whole original file)."""
         return self.pair_parts if self.whole else self.original[[self.id_col, *self.key_vars]].to_delayed()
 
+    @property
+    def gathers(self) -> bool:
+        """Whether the order-based measures gather each variable on one worker (files of at most GATHER_ROWS
+        records) rather than sort it across the partitions."""
+        return max(self.n, self.n_masked) <= GATHER_ROWS
+
+    @cached_property
+    def order_measures(self) -> dict[str, OrderMeasures]:
+        """Each variable's order-based results for the families asked for, computed out of core one variable at
+        a time (order_measures.py)."""
+        files = None if self.whole else (self.original, self.masked)
+        return {v: variable_order_measures(self.pairs, files, self.id_col, v, self.original_sd[v],
+                                           ranks=self.by_id and "il" in self.families, quantiles="pil" in self.families,
+                                           hits=self.by_id and "id" in self.families) for v in self.variables}
+
     def column_parts(self, frame: dd.DataFrame, var: str) -> list | None:
         """Delayed partitions of one column of ``frame``, or None when the pairs stand for the whole file."""
         return None if self.whole else frame[[var]].to_delayed()
@@ -136,7 +159,8 @@ def _il_tasks(ctx: ContinuousContext) -> dict:
     tasks = {"cells": tree_merge([dask.delayed(_partition_cells)(p, ctx.variables, sd) for p in ctx.pair_parts],
                                  _add_cells)}
     if ctx.by_id:
-        tasks["ranks"] = [dask.delayed(_column_rank_errors)(ctx.pair_parts, v, ctx.id_col) for v in ctx.variables]
+        tasks["ranks"] = [dask.delayed(_column_rank_errors)(ctx.pair_parts, v, ctx.id_col) for v in ctx.variables] \
+            if ctx.gathers else Deferred(lambda c: [c.order_measures[v].rank_errors for v in c.variables])
     return tasks
 
 
@@ -170,6 +194,8 @@ def _column_quantile_terms(pair_parts: list[pd.DataFrame] | None, files: tuple[l
 
 def _pil_tasks(ctx: ContinuousContext) -> dict:
     """Each variable's quantile terms."""
+    if not ctx.gathers:
+        return {"quantiles": Deferred(lambda c: [c.order_measures[v].quantile_terms for v in c.variables])}
     return {"quantiles": [dask.delayed(_column_quantile_terms)(
         ctx.pair_parts if ctx.whole else None,
         None if ctx.whole else (ctx.column_parts(ctx.original, v), ctx.column_parts(ctx.masked, v)), v)
@@ -203,6 +229,8 @@ def _id_tasks(ctx: ContinuousContext) -> dict:
     """With pairing by id, each variable's hits, tree-summed."""
     if not ctx.by_id:
         return {}
+    if not ctx.gathers:
+        return {"hits": Deferred(lambda c: sum(c.order_measures[v].hits for v in c.variables))}
     hits = [dask.delayed(_column_intervals)(ctx.pair_parts, ctx.column_parts(ctx.masked, v), v,
                                             ctx.original_sd[v]) for v in ctx.variables]
     return {"hits": tree_merge(hits, operator.add)}

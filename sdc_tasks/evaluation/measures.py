@@ -135,7 +135,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         vi = [cols.index(v) for v in variables]
         pairs = paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]).persist()
     ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
-                            cell_rows, pld_cell_rows)
+                            cell_rows, pld_cell_rows, tuple(families))
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "id" if use_id else "nearest"}
     out.update(family_measures(units, ctx))

@@ -30,6 +30,7 @@ import numpy as np
 from scipy.special import erf
 
 from sdc_tasks.stats.moments import Moments
+from sdc_tasks.stats.order import linear_quantiles, ordered
 
 RTOL = 1e-12
 """Relative rounding guard (see module docstring): far above float64 rounding of the centred sums, far below
@@ -81,8 +82,7 @@ def _floor(var: np.ndarray, terms: np.ndarray) -> np.ndarray:
     return np.where(np.abs(var) <= RTOL * terms, 0.0, var)
 
 
-def quantile_pil(sorted_orig: np.ndarray, sorted_masked: np.ndarray,
-                 qs: np.ndarray = QUANTILES) -> tuple[np.ndarray, int]:
+def quantile_pil(sorted_orig, sorted_masked, qs: np.ndarray = QUANTILES) -> tuple[np.ndarray, int]:
     """pil(Q_q) of one attribute for each q in ``qs``: the defined values and the number of undefined terms.
 
     pil_measures.txt sec. 4.3 (quantile comparison) and sec. 4.4:
@@ -90,22 +90,23 @@ def quantile_pil(sorted_orig: np.ndarray, sorted_masked: np.ndarray,
       values, i.e. position (n - 1) q with linear interpolation between the neighbouring order statistics;
     - density f(Q_q) of X: the proportion of original records in the OPEN interval (Q_q - eps, Q_q + eps),
       eps = (max - min) / 1000, divided by the width 2 eps (sec. 4.4);
-    - Var(Q_q) = q (1 - q) / (n' f^2) (sec. 4.4), n' = len(sorted_masked); pil by eq. (1).
+    - Var(Q_q) = q (1 - q) / (n' f^2) (sec. 4.4), n' = the masked column's size; pil by eq. (1).
     A term is undefined when the range of X is 0 or no original record lies in the interval (f = 0).
-    Both inputs must be sorted ascending (they are not re-sorted).
+    Both inputs are sorted ascending (they are not re-sorted): numpy arrays, or sorted columns read through
+    :mod:`sdc_tasks.stats.order` (a column sorted across partitions), with the same result.
     """
-    xo = np.asarray(sorted_orig, dtype=np.float64).reshape(-1)
-    xm = np.asarray(sorted_masked, dtype=np.float64).reshape(-1)
+    xo, xm = ordered(sorted_orig), ordered(sorted_masked)
     q = np.asarray(qs, dtype=np.float64).reshape(-1)
-    if xo.size == 0 or xm.size == 0:
+    if xo.n == 0 or xm.n == 0:
         return np.empty(0), int(q.size)
-    n, n_masked = xo.size, xm.size
-    eps = (xo[-1] - xo[0]) / 1000.0
+    n, n_masked = xo.n, xm.n
+    low, high = xo.at(np.array([0, n - 1]))
+    eps = (high - low) / 1000.0
     if not np.isfinite(eps) or eps <= 0:
         return np.empty(0), int(q.size)
-    theta = np.quantile(xo, q)
-    theta_hat = np.quantile(xm, q)
-    inside = np.searchsorted(xo, theta + eps, side="left") - np.searchsorted(xo, theta - eps, side="right")
+    theta = linear_quantiles(xo, q)
+    theta_hat = linear_quantiles(xm, q)
+    inside = xo.count_below(theta + eps, "left") - xo.count_below(theta - eps, "right")
     f = inside / (n * 2.0 * eps)
     with np.errstate(divide="ignore", over="ignore"):
         var = np.where(f > 0, q * (1.0 - q) / (n_masked * np.where(f > 0, f, 1.0) ** 2), np.nan)

@@ -84,6 +84,19 @@ def _window_hits(sorted_masked, x, r, below, above):
     return hits
 
 
+def interval_widths(n: int, percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
+    """W = ceil(p n / 100) for each p: the half-width, in positions of the sorted masked column of n values, of
+    the interval of ID_p (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; docs/metrics.md ID_p)."""
+    return np.array([-(-p * n // 100) for p in percents], dtype=np.int64)
+
+
+def window_positions(r: np.ndarray, width: int, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ends R - W and R + W - 1 of the interval of ID_p in the sorted masked column, clipped to its n
+    positions, for each last-occurrence position R (chapter sec. 3 as calibrated on its Table 1; docs/metrics.md
+    ID_p); :func:`interval_hits` reads the same ends."""
+    return np.maximum(r - width, 0), np.minimum(r + width - 1, n - 1)
+
+
 def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
                   percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
     """Number of original values inside the value interval around their masked value, for each p.
@@ -97,7 +110,7 @@ def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
     order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
     x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
     r = np.maximum(np.searchsorted(sorted_masked, xm, side="right") - 1, 0)
-    widths = np.array([-(-p * n // 100) for p in percents], dtype=np.int64)
+    widths = interval_widths(n, percents)
     return _window_hits(np.ascontiguousarray(sorted_masked, dtype=np.float64), x, r.astype(np.int64), widths,
                         widths - 1)
 

@@ -1,0 +1,199 @@
+"""One column of a Dask frame in its exact global order, with no task ever holding the column.
+
+The records are sorted by (value, record id), a total order (ids are unique), so a tie group of any size may be
+cut between partitions and the order is the same whatever the input's partitioning. The sort is parallel
+sorting by regular sampling (Shi and Schaeffer 1992): each partition, sorted locally, gives evenly spaced
+(value, id) samples; the pooled samples, sorted on the driver, give one splitter per output partition boundary;
+every record is numbered by the splitters below it and moved by Dask's own shuffle (``set_index`` on that
+number with the divisions given, peer-to-peer on a distributed cluster, spilling to disk where memory is short);
+each output partition is then sorted locally. With as many samples per partition as there are partitions, no
+output partition holds more than about twice an input partition.
+
+The sorted partitions are persisted and their lengths, first and last values fetched, so that a record's global
+position is its partition's offset plus its local position: the driver then knows which partition holds any
+global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the partitions they need.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+
+KEY, ID, BUCKET = "key", "id", "bucket"
+"""Column names of the frames :func:`sorted_column` sorts: the value (float64), the record id, the output
+partition of a record (added here); any other column travels with its record."""
+
+MIN_SAMPLES, MAX_SAMPLES = 32, 2048
+
+
+def keyed_frame(frame: dd.DataFrame, value: str, id_col: str, carry: dict[str, str] | None = None) -> dd.DataFrame:
+    """``frame``'s ``value`` column as float64 KEY beside its ``id_col`` as ID and the ``carry`` columns (as
+    float64, renamed {source: name}), ready for :func:`sorted_column`."""
+    carry = dict(carry or {})
+    meta = _keyed(frame._meta, value, id_col, carry)
+    return frame[[id_col, *dict.fromkeys([value, *carry])]].map_partitions(_keyed, value, id_col, carry, meta=meta)
+
+
+def _keyed(part: pd.DataFrame, value: str, id_col: str, carry: dict[str, str]) -> pd.DataFrame:
+    """One partition as KEY, ID and the carried columns."""
+    out = pd.DataFrame({KEY: part[value].to_numpy(np.float64), ID: part[id_col].to_numpy()})
+    for source, name in carry.items():
+        out[name] = part[source].to_numpy(np.float64)
+    return out
+
+
+def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
+    """The records of one partition sorted by (KEY, ID), on a fresh 0.. index."""
+    order = np.lexsort((part[ID].to_numpy(), part[KEY].to_numpy()))
+    return part.drop(columns=[BUCKET], errors="ignore").iloc[order].reset_index(drop=True)
+
+
+def _regular_sample(part: pd.DataFrame, size: int) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` evenly spaced (KEY, ID) pairs of one partition in its sorted order (all of them when fewer)."""
+    local = _locally_sorted(part[[KEY, ID]])
+    m = len(local)
+    take = (np.arange(min(size, m)) * m) // max(min(size, m), 1)
+    return local[KEY].to_numpy()[take], local[ID].to_numpy()[take]
+
+
+def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int) -> tuple[np.ndarray, np.ndarray]:
+    """The (KEY, ID) splitters that cut the pooled samples into ``buckets`` equal runs (Shi and Schaeffer 1992,
+    regular sampling): ``buckets - 1`` pairs in (KEY, ID) order."""
+    keys = np.concatenate([s[0] for s in samples])
+    ids = np.concatenate([s[1] for s in samples])
+    order = np.lexsort((ids, keys))
+    at = (np.arange(1, buckets if keys.size else 1) * keys.size) // buckets
+    return keys[order][at], ids[order][at]
+
+
+def bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, split_ids: np.ndarray) -> np.ndarray:
+    """For each record (key, id), the number of splitters at or below it in (KEY, ID) order: the output
+    partition that holds it."""
+    lo = np.searchsorted(split_keys, keys, side="left")
+    hi = np.searchsorted(split_keys, keys, side="right")
+    out = lo.astype(np.int64)
+    tied = np.flatnonzero(hi > lo)  # keys equal to a splitter's key: its id decides
+    for start in np.unique(lo[tied]):
+        rows = tied[lo[tied] == start]
+        stop = hi[rows[0]]
+        out[rows] = start + np.searchsorted(split_ids[start:stop], ids[rows], side="right")
+    return out
+
+
+def _bucketed(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray) -> pd.DataFrame:
+    """One partition with the BUCKET column of :func:`bucket_numbers`."""
+    out = part.copy()
+    out[BUCKET] = bucket_numbers(part[KEY].to_numpy(), part[ID].to_numpy(), split_keys, split_ids)
+    return out
+
+
+def _ends(part: pd.DataFrame) -> tuple[int, float, float, int]:
+    """Length, first and last KEY of a sorted partition and how many records hold its first KEY."""
+    keys = part[KEY].to_numpy()
+    if keys.size == 0:
+        return 0, np.nan, np.nan, 0
+    return int(keys.size), float(keys[0]), float(keys[-1]), int(np.searchsorted(keys, keys[0], side="right"))
+
+
+def _take(part: pd.DataFrame, local: np.ndarray) -> np.ndarray:
+    """KEY at local positions of one partition."""
+    return part[KEY].to_numpy()[local]
+
+
+def _count_below(part: pd.DataFrame, thresholds: np.ndarray, side: str) -> np.ndarray:
+    """How many KEYs of one sorted partition lie below each threshold (< or <= as ``side``)."""
+    return np.searchsorted(part[KEY].to_numpy(), thresholds, side=side)
+
+
+def _keys(part: pd.DataFrame) -> np.ndarray:
+    """KEY of one partition."""
+    return part[KEY].to_numpy()
+
+
+@dataclass(frozen=True)
+class SortedColumn:
+    """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty):
+    partition k holds global positions ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first
+    and last KEY, ``head``: how many of its records hold its first KEY. Reads as a sorted column of
+    :mod:`sdc_tasks.stats.order`."""
+
+    parts: list
+    offsets: np.ndarray
+    first: np.ndarray
+    last: np.ndarray
+    head: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of records."""
+        return int(self.offsets[-1])
+
+    def part_of(self, positions: np.ndarray) -> np.ndarray:
+        """The partition holding each global position."""
+        return np.searchsorted(self.offsets, positions, side="right") - 1
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """KEY at the given global positions, reading only the partitions that hold them."""
+        positions = np.asarray(positions, dtype=np.int64).reshape(-1)
+        part = self.part_of(positions)
+        touched = np.unique(part)
+        got = dask.compute(*[dask.delayed(_take)(self.parts[k], positions[part == k] - self.offsets[k])
+                             for k in touched])
+        out = np.empty(positions.size)
+        for k, values in zip(touched, got):
+            out[part == k] = values
+        return out
+
+    def count_below(self, thresholds: np.ndarray, side: str) -> np.ndarray:
+        """For each threshold t, how many KEYs are < t (``side="left"``) or <= t (``side="right"``)."""
+        thresholds = np.asarray(thresholds, dtype=np.float64)
+        counts = dask.compute(*[dask.delayed(_count_below)(p, thresholds, side) for p in self.parts])
+        return np.sum(counts, axis=0, dtype=np.int64)
+
+    def last_occurrences(self) -> np.ndarray:
+        """For each partition, the global position of the last record holding its last KEY (the tie group may
+        run on through the following partitions)."""
+        count = len(self.parts)
+        out = np.empty(count, dtype=np.int64)
+        for k in range(count):
+            end, j = self.offsets[k + 1], k + 1
+            while j < count and self.first[j] == self.last[k]:
+                if self.last[j] != self.last[k]:
+                    end = self.offsets[j] + self.head[j]
+                    break
+                end, j = self.offsets[j + 1], j + 1
+            out[k] = end - 1
+        return out
+
+    def parts_over(self, low: int, high: int) -> list[int]:
+        """The partitions holding any of the global positions ``low`` .. ``high``, in order."""
+        return list(range(int(self.part_of(low)), int(self.part_of(high)) + 1))
+
+    def key_parts(self) -> list:
+        """Delayed KEY arrays of the partitions (one task each, shared by the tasks that read them)."""
+        return [dask.delayed(_keys)(p) for p in self.parts]
+
+
+def sorted_column(frame: dd.DataFrame) -> SortedColumn:
+    """``frame`` (KEY, ID and carried columns; :func:`keyed_frame`) sorted by (KEY, ID) across as many
+    partitions as it has, persisted (see the module docstring for the algorithm)."""
+    pieces = frame.to_delayed()
+    count = len(pieces)
+    size = min(max(count, MIN_SAMPLES), MAX_SAMPLES)
+    samples = dask.compute(*[dask.delayed(_regular_sample)(p, size) for p in pieces])
+    split_keys, split_ids = _splitters(list(samples), count)
+    meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
+    bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
+    shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False)
+    ordered = shuffled.map_partitions(_locally_sorted, meta=frame._meta).persist()
+    parts = ordered.to_delayed()
+    ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
+    kept = [k for k, e in enumerate(ends) if e[0]]
+    lengths = np.array([ends[k][0] for k in kept], dtype=np.int64)
+    return SortedColumn([parts[k] for k in kept], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+                        np.array([ends[k][1] for k in kept]), np.array([ends[k][2] for k in kept]),
+                        np.array([ends[k][3] for k in kept], dtype=np.int64))

@@ -1,0 +1,60 @@
+"""Order statistics of a sorted column: the values at given 0-based positions, how many values lie below given
+thresholds, and numpy's default quantiles computed from them.
+
+A column is anything with ``n``, ``at(positions)`` and ``count_below(thresholds, side)``: a sorted numpy array
+held in memory (:class:`SortedValues`) or a column sorted across the partitions of a Dask frame
+(:class:`sdc_tasks.evaluation.global_order.SortedColumn`), so one kernel serves both and gives the same bits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class SortedValues:
+    """A sorted column held in memory."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        """``values``: sorted ascending (not re-sorted)."""
+        self.values = np.asarray(values, dtype=np.float64).reshape(-1)
+
+    @property
+    def n(self) -> int:
+        """Number of values."""
+        return int(self.values.size)
+
+    def at(self, positions: np.ndarray) -> np.ndarray:
+        """The values at the given 0-based positions of the sorted column."""
+        return self.values[np.asarray(positions, dtype=np.int64)]
+
+    def count_below(self, thresholds: np.ndarray, side: str) -> np.ndarray:
+        """For each threshold t, how many values are < t (``side="left"``) or <= t (``side="right"``)."""
+        return np.searchsorted(self.values, thresholds, side=side)
+
+
+def ordered(column):
+    """``column`` itself when it is a sorted column object, else a sorted numpy array as a :class:`SortedValues`."""
+    return column if hasattr(column, "count_below") else SortedValues(column)
+
+
+def linear_quantiles(column, qs: np.ndarray) -> np.ndarray:
+    """``np.quantile(values, qs)`` (method 'linear', Hyndman and Fan 1996 type 7) of a non-empty sorted column from
+    two order statistics per q, with numpy's own steps (numpy/lib/_function_base_impl.py ``_quantile``,
+    ``_get_indexes``, ``_lerp``), so the result is numpy's bit for bit: virtual position v = (n - 1) q, the values
+    a, b at floor(v) and floor(v) + 1 (both the last value where v >= n - 1), g = v - floor(v), and a + (b - a) g,
+    or b - (b - a) (1 - g) where g >= 0.5."""
+    q = np.asarray(qs, dtype=np.float64).reshape(-1)
+    n = column.n
+    virtual = (n - 1) * q
+    previous = np.floor(virtual)
+    gamma = virtual - previous
+    lower = previous.astype(np.int64)
+    upper = lower + 1
+    top = virtual >= n - 1
+    lower[top], upper[top] = n - 1, n - 1
+    bottom = virtual < 0
+    lower[bottom], upper[bottom] = 0, 0
+    values = column.at(np.concatenate([lower, upper]))
+    a, b = values[: q.size], values[q.size:]
+    diff = b - a
+    return np.where(gamma >= 0.5, b - diff * (1 - gamma), a + diff * gamma)

@@ -1,0 +1,162 @@
+"""The order-based measures out of core (brMAE/brMSE ranks, PIL_Q quantiles, ID windows, the report's variable
+profile) against the in-memory kernels on the whole columns: files cut into many small partitions of uneven
+sizes, heavy ties that cross partition boundaries, windows wider than a partition."""
+
+from __future__ import annotations
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+
+import sdc_tasks.evaluation.continuous as continuous
+from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
+from sdc_tasks.evaluation.measures import continuous_measures
+from sdc_tasks.evaluation.order_measures import variable_order_measures
+from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
+from sdc_tasks.metrics.rank_metrics import rank_errors, ranks
+from sdc_tasks.metrics.risk import interval_hits, sdid_hits
+from sdc_tasks.reserved import MASKED_SUFFIX
+from sdc_tasks.stats.order import SortedValues, linear_quantiles
+
+N = 2000
+
+
+def _uneven(df: pd.DataFrame, parts: int, seed: int = 1) -> dd.DataFrame:
+    """``df`` cut into ``parts`` partitions of random, uneven sizes (some a handful of records)."""
+    rng = np.random.default_rng(seed)
+    cuts = np.sort(rng.choice(np.arange(1, len(df)), size=parts - 1, replace=False))
+    bounds = [0, *cuts.tolist(), len(df)]
+    pieces = [df.iloc[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    return dd.from_delayed([dask.delayed(p.reset_index(drop=True)) for p in pieces], meta=df.iloc[:0],
+                           verify_meta=False)
+
+
+def _tied_file(seed: int = 0) -> pd.DataFrame:
+    """Records with ids in shuffled order and variables of heavy ties: ``a`` has a value shared by 40 % of the
+    records, ``b`` five values, ``c`` continuous; the masked values swap ranks nearby, as rank swapping does."""
+    rng = np.random.default_rng(seed)
+    ids = rng.permutation(N) * 3 + 7
+    a = np.where(rng.random(N) < 0.4, 0.0, np.round(rng.lognormal(3, 1, N), 1))
+    b = rng.integers(0, 5, N).astype(float)
+    c = rng.normal(50, 10, N)
+    out = pd.DataFrame({"rid": ids, "a": a, "b": b, "c": c})
+    for v in ("a", "b", "c"):
+        noise = np.argsort(np.argsort(out[v].to_numpy(), kind="stable") + rng.normal(0, 60, N))
+        out[v + MASKED_SUFFIX] = np.sort(out[v].to_numpy())[noise]
+    return out
+
+
+@pytest.fixture
+def tied() -> pd.DataFrame:
+    """The paired test file."""
+    return _tied_file()
+
+
+def test_linear_quantiles_are_numpys_bit_for_bit():
+    """numpy's steps reproduced: every q, column sizes from 1, ties and spread magnitudes."""
+    rng = np.random.default_rng(3)
+    qs = np.concatenate([QUANTILES, [0.0, 0.01, 0.99, 1.0], rng.random(8)])
+    for trial in range(400):
+        n = int(rng.integers(1, 200))
+        values = np.sort(rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n) * 10.0 ** (trial % 9))
+        expected = np.quantile(values, qs)
+        assert np.array_equal(linear_quantiles(SortedValues(values), qs).view(np.int64), expected.view(np.int64))
+
+
+@pytest.mark.parametrize("parts", [1, 5, 37])
+def test_sorted_column_is_the_global_order(sync_dask, tied, parts):
+    """The sorted partitions read in order are the whole column sorted by (value, id); the offsets and the last
+    occurrence of each partition's last value are those of the whole column."""
+    sc = sorted_column(keyed_frame(_uneven(tied, parts), "a", "rid"))
+    got = pd.concat(dask.compute(*sc.parts), ignore_index=True)
+    order = np.lexsort((tied["rid"].to_numpy(), tied["a"].to_numpy()))
+    assert np.array_equal(got[KEY].to_numpy(), tied["a"].to_numpy()[order])
+    assert np.array_equal(got[ID].to_numpy(), tied["rid"].to_numpy()[order])
+    assert sc.n == N and np.array_equal(np.diff(sc.offsets), [len(p) for p in dask.compute(*sc.parts)])
+    whole = got[KEY].to_numpy()
+    last = np.searchsorted(whole, whole[sc.offsets[1:] - 1], side="right") - 1
+    assert np.array_equal(sc.last_occurrences(), last)
+    positions = np.array([0, 1, 53, 999, 1000, N - 1])
+    assert np.array_equal(sc.at(positions), whole[positions])
+    assert parts == 1 or len(sc.parts) > 1
+
+
+def _reference(df: pd.DataFrame, var: str) -> tuple:
+    """The in-memory kernels on the whole columns: rank errors, quantile terms, ID hits then SDID."""
+    x, xm, ids = df[var].to_numpy(), df[var + MASKED_SUFFIX].to_numpy(), df["rid"].to_numpy()
+    errors = rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None])
+    terms = quantile_pil(np.sort(x), np.sort(xm))
+    hits = np.append(interval_hits(np.sort(xm), x, xm), sdid_hits(x, xm, float(x.std())))
+    return errors, terms, hits
+
+
+@pytest.mark.parametrize("parts", [1, 4, 37])
+@pytest.mark.parametrize("var", ["a", "b", "c"])
+def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, var):
+    """Rank errors and hits exactly, quantile terms bit for bit, whatever the partitioning."""
+    errors, terms, hits = _reference(tied, var)
+    pairs = _uneven(tied, parts)
+    got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()), True, True, True)
+    assert got.rank_errors == errors
+    assert np.array_equal(got.quantile_terms[0].view(np.int64), terms[0].view(np.int64))
+    assert got.quantile_terms[1] == terms[1]
+    assert np.array_equal(got.hits, hits)
+
+
+def test_quantile_terms_from_the_files(sync_dask, tied):
+    """With the files read apart (the masked file a subset of the original), the terms are those of the two
+    files' sorted columns."""
+    masked = tied.sample(frac=0.6, random_state=2).rename(columns={"c": "x", "c" + MASKED_SUFFIX: "c"})
+    files = (_uneven(tied, 37), _uneven(masked.reset_index(drop=True), 11, seed=4))
+    got = variable_order_measures(files[0], files, "rid", "c", 1.0, False, True, False)
+    expected = quantile_pil(np.sort(tied["c"].to_numpy()), np.sort(masked["c"].to_numpy()))
+    assert np.array_equal(got.quantile_terms[0], expected[0]) and got.quantile_terms[1] == expected[1]
+    assert got.rank_errors is None and got.hits is None
+
+
+def _files(tied: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The original and masked files of the paired test file."""
+    original = tied[["rid", "a", "b", "c"]]
+    masked = tied[["rid"]].assign(**{v: tied[v + MASKED_SUFFIX] for v in ("a", "b", "c")}).iloc[::-1]
+    return original, masked.reset_index(drop=True)
+
+
+@pytest.mark.parametrize("masked_rows", [N, 1500])
+def test_evaluation_out_of_core_equals_gathered(sync_dask, tied, monkeypatch, masked_rows):
+    """The il, pil and id families give the same numbers sorted across partitions as gathered on one task
+    (every key equal; the file paired whole, and a masked file of fewer records)."""
+    original, masked = _files(tied)
+    masked = masked.iloc[:masked_rows]
+    args = ("rid", ["a", "b", "c"], ["a", "b"], ("il", "pil", "id"))
+    gathered = continuous_measures(dd.from_pandas(original, npartitions=3), dd.from_pandas(masked, npartitions=2),
+                                   *args)
+    monkeypatch.setattr(continuous, "GATHER_ROWS", 0)
+    for parts in (37, 6):
+        sorted_out = continuous_measures(_uneven(original, parts), _uneven(masked, 13, seed=5), *args)
+        assert sorted_out == gathered
+    assert {"brMAE", "brMSE", "PIL_Q", "ID", "SDID"} <= set(gathered)
+
+
+def test_nearest_pairing_out_of_core_equals_gathered(sync_dask, tied, monkeypatch):
+    """Pairing with the nearest record: PIL's quantile terms from the two files, the same either way."""
+    original, masked = _files(tied)
+    args = ("rid", ["a", "c"], ["a", "c"], ("pil",), "nearest")
+    gathered = continuous_measures(dd.from_pandas(original, npartitions=2), dd.from_pandas(masked, npartitions=2),
+                                   *args)
+    monkeypatch.setattr(continuous, "GATHER_ROWS", 0)
+    assert continuous_measures(_uneven(original, 37), _uneven(masked, 9), *args) == gathered
+
+
+def test_distributed_shuffle_gives_the_same_order(tied):
+    """On a distributed cluster (peer-to-peer shuffle) the measures are those of the synchronous run."""
+    from distributed import Client, LocalCluster
+
+    expected = _reference(tied, "a")
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        got = variable_order_measures(_uneven(tied, 37), None, "rid", "a", float(tied["a"].to_numpy().std()), True, True,
+                                      True)
+    assert got.rank_errors == expected[0] and np.array_equal(got.hits, expected[2])
+    assert np.array_equal(got.quantile_terms[0], expected[1][0])
