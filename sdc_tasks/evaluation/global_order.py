@@ -9,7 +9,8 @@ number with the divisions given, peer-to-peer on a distributed cluster, spilling
 each output partition is then sorted locally. With as many samples per partition as there are partitions, no
 output partition holds more than about twice an input partition.
 
-The sorted partitions are persisted and their lengths, first and last values fetched, so that a record's global
+The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a
+few of them do not each carry the whole collection's graph) and their lengths, first and last values fetched, so that a record's global
 position is its partition's offset plus its local position: the driver then knows which partition holds any
 global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the partitions they need.
 """
@@ -22,6 +23,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.utils import get_default_shuffle_method
 
 KEY, ID, BUCKET = "key", "id", "bucket"
 """Column names of the frames :func:`sorted_column` sorts: the value (float64), the record id, the output
@@ -49,7 +51,7 @@ def _keyed(part: pd.DataFrame, value: str, id_col: str, carry: dict[str, str]) -
 def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
     """The records of one partition sorted by (KEY, ID), on a fresh 0.. index."""
     order = np.lexsort((part[ID].to_numpy(), part[KEY].to_numpy()))
-    return part.drop(columns=[BUCKET], errors="ignore").iloc[order].reset_index(drop=True)
+    return part.iloc[order].reset_index(drop=True)
 
 
 def _regular_sample(part: pd.DataFrame, size: int) -> tuple[np.ndarray, np.ndarray]:
@@ -178,6 +180,13 @@ class SortedColumn:
         return [dask.delayed(_keys)(p) for p in self.parts]
 
 
+def _shuffle_method() -> str:
+    """Dask's default shuffle (peer-to-peer on a distributed cluster), in memory by tasks without one (Dask's
+    default there, a partd disk store, is slow for the many small sorts of a test run)."""
+    method = get_default_shuffle_method()
+    return "tasks" if method == "disk" else method
+
+
 def sorted_column(frame: dd.DataFrame) -> SortedColumn:
     """``frame`` (KEY, ID and carried columns; :func:`keyed_frame`) sorted by (KEY, ID) across as many
     partitions as it has, persisted (see the module docstring for the algorithm)."""
@@ -188,9 +197,9 @@ def sorted_column(frame: dd.DataFrame) -> SortedColumn:
     split_keys, split_ids = _splitters(list(samples), count)
     meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
     bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
-    shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False)
-    ordered = shuffled.map_partitions(_locally_sorted, meta=frame._meta).persist()
-    parts = ordered.to_delayed()
+    shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
+                                  shuffle_method=_shuffle_method())
+    parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
     ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
     kept = [k for k, e in enumerate(ends) if e[0]]
     lengths = np.array([ends[k][0] for k in kept], dtype=np.int64)

@@ -74,7 +74,7 @@ def rank_error_graph(b: SortedColumn):
                       operator.add)
 
 
-def _values_at(positions: np.ndarray, pieces: list[np.ndarray], starts: np.ndarray) -> np.ndarray:
+def _values_at(positions: np.ndarray, pieces: tuple[np.ndarray, ...], starts: np.ndarray) -> np.ndarray:
     """The sorted column's values at global positions, from the pieces (whole partitions, in order) that hold
     them, piece i starting at global position ``starts[i]``."""
     values = np.concatenate(pieces)
@@ -83,8 +83,8 @@ def _values_at(positions: np.ndarray, pieces: list[np.ndarray], starts: np.ndarr
     return values[base[piece] + positions - starts[piece]]
 
 
-def _part_window_hits(part: pd.DataFrame, start: int, last: int, width: int, n: int, pieces: list[np.ndarray],
-                      starts: np.ndarray) -> int:
+def _part_window_hits(part: pd.DataFrame, start: int, last: int, width: int, n: int, starts: np.ndarray,
+                      *pieces: np.ndarray) -> int:
     """How many records of one partition of sort B have their original value inside the ID interval of half-width
     ``width``: R, the position of the last occurrence of the masked value (``last`` for the partition's last
     value, whose ties may run on), and the values at R - W and R + W - 1 (sdc_methods_comparison_chapter.txt
@@ -96,9 +96,15 @@ def _part_window_hits(part: pd.DataFrame, start: int, last: int, width: int, n: 
     return int(((_values_at(lo, pieces, starts) <= x) & (x <= _values_at(hi, pieces, starts))).sum())
 
 
+def _stacked(*counts: int) -> np.ndarray:
+    """Counts as one integer array."""
+    return np.array(counts, dtype=np.int64)
+
+
 def interval_hit_graph(b: SortedColumn, percents: tuple[int, ...] = ID_PERCENTS):
     """Delayed interval-disclosure hits of the variable of sort B, one count per p, summed over its partitions:
-    one task per partition and p, reading the partitions its window ends fall in."""
+    one task per partition and p, reading the partitions its window ends fall in (passed one by one: Dask
+    finalizes a list of delayed arguments as a collection, which costs more than the task)."""
     n, keys, last = b.n, b.key_parts(), b.last_occurrences()
     counts = []
     for k, part in enumerate(b.parts):
@@ -108,9 +114,9 @@ def interval_hit_graph(b: SortedColumn, percents: tuple[int, ...] = ID_PERCENTS)
             lo = window_positions(np.array([start, end - 1, last[k]]), w, n)
             need = sorted({*b.parts_over(lo[0][0], lo[0][1]), *b.parts_over(lo[1][0], lo[1][1]),
                            *b.part_of(np.array([lo[0][2], lo[1][2]])).tolist()})
-            per_width.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), w, n,
-                                                             [keys[j] for j in need], b.offsets[need]))
-        counts.append(dask.delayed(np.array)(per_width))
+            per_width.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), w, n, b.offsets[need],
+                                                             *(keys[j] for j in need)))
+        counts.append(dask.delayed(_stacked)(*per_width))
     return tree_merge(counts, operator.add)
 
 
