@@ -4,16 +4,19 @@ sizes, heavy ties that cross partition boundaries, windows wider than a partitio
 
 from __future__ import annotations
 
+import itertools
+
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 
-import sdc_tasks.evaluation.continuous as continuous
+from sdc_tasks.evaluation import order_measures
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
 from sdc_tasks.evaluation.measures import continuous_measures
 from sdc_tasks.evaluation.order_measures import variable_order_measures
+from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
 from sdc_tasks.metrics.rank_metrics import rank_errors, ranks
 from sdc_tasks.metrics.risk import interval_hits, sdid_hits
@@ -28,7 +31,7 @@ def _uneven(df: pd.DataFrame, parts: int, seed: int = 1) -> dd.DataFrame:
     rng = np.random.default_rng(seed)
     cuts = np.sort(rng.choice(np.arange(1, len(df)), size=parts - 1, replace=False))
     bounds = [0, *cuts.tolist(), len(df)]
-    pieces = [df.iloc[lo:hi] for lo, hi in zip(bounds[:-1], bounds[1:])]
+    pieces = [df.iloc[lo:hi] for lo, hi in itertools.pairwise(bounds)]
     return dd.from_delayed([dask.delayed(p.reset_index(drop=True)) for p in pieces], meta=df.iloc[:0],
                            verify_meta=False)
 
@@ -131,7 +134,7 @@ def test_evaluation_out_of_core_equals_gathered(sync_dask, tied, monkeypatch, ma
     args = ("rid", ["a", "b", "c"], ["a", "b"], ("il", "pil", "id"))
     gathered = continuous_measures(dd.from_pandas(original, npartitions=3), dd.from_pandas(masked, npartitions=2),
                                    *args)
-    monkeypatch.setattr(continuous, "GATHER_ROWS", 0)
+    monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
     for parts in (37, 6) if masked_rows == N else (37,):
         sorted_out = continuous_measures(_uneven(original, parts), _uneven(masked, 13, seed=5), *args)
         assert sorted_out == gathered
@@ -144,7 +147,7 @@ def test_nearest_pairing_out_of_core_equals_gathered(sync_dask, tied, monkeypatc
     args = ("rid", ["a", "c"], ["a", "c"], ("pil",), "nearest")
     gathered = continuous_measures(dd.from_pandas(original, npartitions=2), dd.from_pandas(masked, npartitions=2),
                                    *args)
-    monkeypatch.setattr(continuous, "GATHER_ROWS", 0)
+    monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
     assert continuous_measures(_uneven(original, 37), _uneven(masked, 9), *args) == gathered
 
 
@@ -159,3 +162,13 @@ def test_distributed_shuffle_gives_the_same_order(tied):
                                       True)
     assert got.rank_errors == expected[0] and np.array_equal(got.hits, expected[2])
     assert np.array_equal(got.quantile_terms[0], expected[1][0])
+
+
+def test_profile_out_of_core_equals_gathered(sync_dask, tied, monkeypatch):
+    """The report's variable profiles: the same figures sorted across partitions as gathered on one task."""
+    original, masked = _files(tied)
+    gathered = release_profile(dd.from_pandas(original, npartitions=2), dd.from_pandas(masked, npartitions=2), "rid",
+                               ["a", "c"])
+    monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
+    assert release_profile(_uneven(original, 37), _uneven(masked, 7), "rid", ["a", "c"]) == gathered
+    assert gathered["variables"][0]["measures"]["ID"] > 0 and gathered["variables"][0]["histogram"]["outside"][0] > 0

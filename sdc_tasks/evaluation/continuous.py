@@ -4,9 +4,9 @@ and the context every continuous family reads (the linkage families are in linka
 
 Cell errors are per-partition partial results combined by tree reductions. The measures that read a variable's
 exact order (PIL_Q quantiles, brMAE/brMSE ranks, ID windows) sort it across the partitions, one variable at a
-time, so no task holds more than a few partitions whatever the number of records (order_measures.py); below
-GATHER_ROWS records, where one task is quicker than the sorts' rounds, each variable's columns are gathered on one
-worker instead, with the same results.
+time, so no task holds more than a few partitions whatever the number of records (order_measures.py). Files of at
+most GATHER_ROWS records, where one task is quicker than the sorts' rounds of tasks, gather each variable's
+columns on one worker instead, with the same results.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ import pandas as pd
 
 from sdc_tasks.evaluation.family import Deferred, Family
 from sdc_tasks.evaluation.linkage import gathered
-from sdc_tasks.evaluation.order_measures import OrderMeasures, variable_order_measures
+from sdc_tasks.evaluation.order_measures import OrderMeasures, gathers, variable_order_measures
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
 from sdc_tasks.metrics.pil import pil_measures, quantile_pil
@@ -30,9 +30,6 @@ from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, ran
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, sdid_hits
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, tree_merge
-
-GATHER_ROWS = 500_000
-"""Files of at most this many records gather each variable on one worker for the order-based measures."""
 
 
 def standard_scale(sd: np.ndarray) -> np.ndarray:
@@ -105,9 +102,9 @@ class ContinuousContext:
 
     @property
     def gathers(self) -> bool:
-        """Whether the order-based measures gather each variable on one worker (files of at most GATHER_ROWS
-        records) rather than sort it across the partitions."""
-        return max(self.n, self.n_masked) <= GATHER_ROWS
+        """Whether the order-based measures gather each variable on one worker rather than sort it across the
+        partitions (:func:`~sdc_tasks.evaluation.order_measures.gathers`)."""
+        return gathers(max(self.n, self.n_masked))
 
     @cached_property
     def order_measures(self) -> dict[str, OrderMeasures]:

@@ -28,9 +28,19 @@ from sdc_tasks.metrics.risk import ID_PERCENTS, interval_widths, sdid_hits, wind
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
 
+GATHER_ROWS = 500_000
+"""Files of at most this many records gather each variable on one worker for the order-based measures instead:
+quicker there than the sorts' rounds of tasks, and the same numbers."""
+
 OTHER, RANK = "other", "rank"
 """Carried columns of the sorts: the record's other value (masked in sort A, original in sort B) and, in sort B,
 the original value's rank."""
+
+
+def gathers(records: int) -> bool:
+    """Whether a file of ``records`` records is small enough (GATHER_ROWS) to gather each variable on one worker
+    for the order-based measures."""
+    return records <= GATHER_ROWS
 
 
 @dataclass(frozen=True)

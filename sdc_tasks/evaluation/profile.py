@@ -3,11 +3,15 @@ distributions and its own share of the loss and risk measures (:mod:`sdc_tasks.m
 correlation matrices of both files, and for categorical keys the disclosure risk of the original file, the risk
 before masking that sdcMicro prints beside the risk after.
 
-Each variable is gathered on one worker, as the quantile and rank measures of the ``il``, ``pil`` and ``id``
-families are (continuous.py); only the few numbers of its profile leave the worker.
+As for the order-based measures of the ``il``, ``pil`` and ``id`` families (continuous.py), each variable is
+sorted across the partitions (order_measures.py) and its other parts are summed per partition, so no task holds
+more than a few partitions; files of at most GATHER_ROWS records (order_measures.py) gather each variable on one
+worker instead, with the same figures.
 """
 
 from __future__ import annotations
+
+import operator
 
 import dask
 import dask.dataframe as dd
@@ -16,16 +20,59 @@ import pandas as pd
 
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.evaluation.order_measures import gathers, interval_hit_graph, paired_orders, rank_error_graph
 from sdc_tasks.evaluation.pairing import paired
-from sdc_tasks.metrics.variable_profile import variable_profile
+from sdc_tasks.metrics.information_loss import CellSums, cell_sums
+from sdc_tasks.metrics.variable_profile import VariableSummary, bin_counts, profile_of, variable_profile
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.stats.moments import frames_moments
+from sdc_tasks.stats.moments import Moments, frames_moments, tree_merge
 
 
 def _column_profile(parts: list[pd.DataFrame], var: str, id_col: str) -> dict:
     """The profile of one variable from the paired partitions, gathered on one worker."""
     return variable_profile(var, gathered(parts, var, np.float64), gathered(parts, var + MASKED_SUFFIX, np.float64),
                             gathered(parts, id_col))
+
+
+def _part_cells(part: pd.DataFrame, var: str) -> CellSums:
+    """IL1 sums of one variable of one paired partition."""
+    return cell_sums(part[var].to_numpy(np.float64), part[var + MASKED_SUFFIX].to_numpy(np.float64))
+
+
+def _part_bins(part: pd.DataFrame, var: str, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram counts of one variable of one paired partition."""
+    return bin_counts(part[var].to_numpy(np.float64), part[var + MASKED_SUFFIX].to_numpy(np.float64), edges)
+
+
+def _summed_bins(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram counts of two disjoint blocks."""
+    return a[0] + b[0], a[1] + b[1]
+
+
+def _sorted_profile(pairs: dd.DataFrame, var: str, id_col: str, moments: tuple[Moments, Moments], n: int) -> dict:
+    """The profile of one variable sorted across the partitions of the paired records (``moments``: of its
+    original and masked values); the sorts are released on return."""
+    a, b = paired_orders(pairs, id_col, var)
+    parts = pairs.to_delayed()
+    cells, errors, hits = dask.compute(tree_merge([dask.delayed(_part_cells)(p, var) for p in parts], operator.add),
+                                       rank_error_graph(b), interval_hit_graph(b))
+
+    def counts(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The histogram counts, summed over the paired partitions."""
+        return dask.compute(tree_merge([dask.delayed(_part_bins)(p, var, edges) for p in parts], _summed_bins))[0]
+
+    return profile_of(var, VariableSummary(n, moments, (a, b), cells, errors, hits, counts))
+
+
+def _profiles(pairs: dd.DataFrame, id_col: str, variables: list[str]) -> list[dict]:
+    """Each variable's profile, sorted across the partitions one variable at a time, or gathered on one worker
+    for at most GATHER_ROWS records (order_measures.py)."""
+    masked = pairs[[v + MASKED_SUFFIX for v in variables]].rename(columns={v + MASKED_SUFFIX: v for v in variables})
+    mo, mm = frames_moments([pairs, masked], variables, [4, 2])
+    if gathers(mo.n):
+        parts = pairs.to_delayed()
+        return list(dask.compute(*[dask.delayed(_column_profile)(parts, v, id_col) for v in variables]))
+    return [_sorted_profile(pairs, v, id_col, (mo.subset([j]), mm.subset([j])), mo.n) for j, v in enumerate(variables)]
 
 
 def correlations(original: dd.DataFrame, masked: dd.DataFrame, variables: list[str]) -> dict:
@@ -47,8 +94,8 @@ def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, v
     ``weight`` column)}."""
     out: dict = {"variables": [], "correlation": None, "risk_before": None}
     if variables:
-        parts = paired(original, masked, id_col, list(variables)).to_delayed()
-        out["variables"] = list(dask.compute(*[dask.delayed(_column_profile)(parts, v, id_col) for v in variables]))
+        out["variables"] = _profiles(paired(original, masked, id_col, list(variables)).persist(), id_col,
+                                     list(variables))
     if len(variables) >= 2:
         out["correlation"] = correlations(original, masked, list(variables))
     if categorical_keys:

@@ -4,41 +4,74 @@ loss and disclosure risk measures: IL1, PIL_Q, PIL_m1 and PIL_m2, the bounded ra
 disclosure ID, each the measure of docs/metrics.md restricted to this one variable.
 
 The histogram covers the original's 1st to 99th percentile (values outside are counted, not placed), so the
-figure never shows where the extreme records lie.
+figure never shows where the extreme records lie. Every figure is computed from a :class:`VariableSummary`, whose
+parts add over partitions or are read from sorted columns, so a variable held in memory and one sorted across the
+partitions of a Dask frame (sdc_tasks/evaluation/profile.py) give the same numbers.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
+
 import numpy as np
 
-from sdc_tasks.metrics.information_loss import cell_sums
+from sdc_tasks.metrics.information_loss import CellSums, cell_sums
 from sdc_tasks.metrics.pil import moment_pils, quantile_pil
-from sdc_tasks.metrics.rank_metrics import bounded_rank_metrics, rank_errors, ranks
+from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
 from sdc_tasks.metrics.risk import interval_hits
-from sdc_tasks.stats.moments import moments_of
+from sdc_tasks.stats.moments import Moments, moments_of
+from sdc_tasks.stats.order import SortedValues, linear_quantiles
 
 QUANTILES = (0.05, 0.25, 0.5, 0.75, 0.95)
 HISTOGRAM_BINS = 30
 HISTOGRAM_RANGE = (0.01, 0.99)
 
 
-def distribution(values: np.ndarray) -> dict:
-    """Mean, population sd and the QUANTILES (numpy's linear method) of one column: {"mean", "sd", "q05", ...}."""
-    out = {"mean": float(values.mean()), "sd": float(values.std())}
-    out.update({f"q{round(q * 100):02d}": float(v) for q, v in zip(QUANTILES, np.quantile(values, QUANTILES))})
+@dataclass(frozen=True)
+class VariableSummary:
+    """What one variable's profile is computed from, for n paired records: the Moments of the original values
+    (order 4) and of the masked ones, both columns sorted (:mod:`sdc_tasks.stats.order` columns: in memory, or
+    sorted across partitions), the IL1 cell sums, the rank errors and the ID_1..ID_10 hits (exact, mergeable over
+    partitions), and ``bin_counts``: edges -> the original and masked values' histogram counts."""
+
+    n: int
+    moments: tuple[Moments, Moments]
+    columns: tuple
+    cells: CellSums
+    rank_errors: RankErrors
+    hits: np.ndarray
+    bin_counts: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+
+
+def distribution(moments: Moments, column) -> dict:
+    """Mean, population sd (from the column's Moments: exact sums) and the QUANTILES (numpy's linear method) of one
+    sorted column: {"mean", "sd", "q05", ...}."""
+    out = {"mean": float(moments.mean[0]), "sd": float(moments.sd[0])}
+    out.update({f"q{round(q * 100):02d}": float(v) for q, v in zip(QUANTILES, linear_quantiles(column, QUANTILES))})
     return out
 
 
-def histogram(x: np.ndarray, xm: np.ndarray, bins: int = HISTOGRAM_BINS) -> dict:
-    """Counts of the original and masked values on ``bins`` equal bins over the original's HISTOGRAM_RANGE
-    percentiles, and how many of each lie outside: {"edges", "original", "masked", "outside"}."""
-    low, high = np.quantile(x, HISTOGRAM_RANGE)
+def histogram_edges(sorted_x, bins: int = HISTOGRAM_BINS) -> np.ndarray:
+    """``bins`` equal bins over the original's HISTOGRAM_RANGE percentiles (one unit wide around a constant)."""
+    low, high = linear_quantiles(sorted_x, HISTOGRAM_RANGE)
     if not high > low:
         low, high = low - 0.5, high + 0.5
-    edges = np.linspace(low, high, bins + 1)
-    counts = [np.histogram(v, bins=edges)[0] for v in (x, xm)]
+    return np.linspace(low, high, bins + 1)
+
+
+def bin_counts(x: np.ndarray, xm: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Histogram counts of a block of original and masked values on ``edges`` (they add over blocks)."""
+    return np.histogram(x, bins=edges)[0], np.histogram(xm, bins=edges)[0]
+
+
+def histogram(summary: VariableSummary) -> dict:
+    """Counts of the original and masked values on the bins of :func:`histogram_edges`, and how many of each lie
+    outside: {"edges", "original", "masked", "outside"}."""
+    edges = histogram_edges(summary.columns[0])
+    counts = summary.bin_counts(edges)
     return {"edges": edges.tolist(), "original": counts[0].tolist(), "masked": counts[1].tolist(),
-            "outside": [int(v.size - c.sum()) for v, c in zip((x, xm), counts)]}
+            "outside": [int(summary.n - c.sum()) for c in counts]}
 
 
 def _mean_or_none(values: np.ndarray) -> float | None:
@@ -46,27 +79,35 @@ def _mean_or_none(values: np.ndarray) -> float | None:
     return float(values.mean()) if values.size else None
 
 
-def variable_measures(x: np.ndarray, xm: np.ndarray, ids: np.ndarray) -> dict:
+def variable_measures(summary: VariableSummary) -> dict:
     """The measures of docs/metrics.md restricted to one variable of n paired records (None where undefined):
     IL1 (percent; sdc_methods_comparison_chapter.txt sec. 4), PIL_Q, PIL_m1, PIL_m2 (fractions; pil_measures.txt
     sec. 4.3-4.4), brMAE (fraction; bounded_rank_metrics.txt eq. 8) and ID, the mean of ID_1..ID_10 (percent;
     chapter sec. 3)."""
-    n = x.size
-    cells = cell_sums(x, xm)
+    cells = summary.cells
     il1 = 100.0 * cells.rel_abs_err / cells.cells if cells.cells else None
-    sorted_x, sorted_xm = np.sort(x), np.sort(xm)
-    quantile_terms, _ = quantile_pil(sorted_x, sorted_xm)
-    moments = moment_pils(moments_of(x[:, None], order=4), moments_of(xm[:, None]))
-    rank = bounded_rank_metrics(rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]), n)
-    hits = interval_hits(sorted_xm, x, xm)
+    quantile_terms, _ = quantile_pil(*summary.columns)
+    moments = moment_pils(*summary.moments)
+    rank = bounded_rank_metrics(summary.rank_errors, summary.n)
     return {"IL1": il1, "PIL_Q": _mean_or_none(quantile_terms), "PIL_m1": _mean_or_none(moments["m1"][0]),
             "PIL_m2": _mean_or_none(moments["m2"][0]), "brMAE": rank.get("brMAE"),
-            "ID": float(100.0 * hits.mean() / n)}
+            "ID": float(100.0 * summary.hits.mean() / summary.n)}
+
+
+def profile_of(name: str, summary: VariableSummary) -> dict:
+    """One variable's report figures: {"variable", "n", "original", "masked" (distributions), "measures",
+    "histogram"}."""
+    return {"variable": name, "n": summary.n, "original": distribution(summary.moments[0], summary.columns[0]),
+            "masked": distribution(summary.moments[1], summary.columns[1]), "measures": variable_measures(summary),
+            "histogram": histogram(summary)}
 
 
 def variable_profile(name: str, x: np.ndarray, xm: np.ndarray, ids: np.ndarray) -> dict:
-    """One variable's report figures from its paired original values ``x``, masked values ``xm`` and record
-    ``ids``: {"variable", "n", "original", "masked" (distributions), "measures", "histogram"}."""
+    """One variable's report figures (:func:`profile_of`) from its paired original values ``x``, masked values
+    ``xm`` and record ``ids`` held in memory."""
     x, xm = np.asarray(x, dtype=np.float64), np.asarray(xm, dtype=np.float64)
-    return {"variable": name, "n": int(x.size), "original": distribution(x), "masked": distribution(xm),
-            "measures": variable_measures(x, xm, ids), "histogram": histogram(x, xm)}
+    summary = VariableSummary(int(x.size), (moments_of(x[:, None], order=4), moments_of(xm[:, None])),
+                              (SortedValues(np.sort(x)), SortedValues(np.sort(xm))), cell_sums(x, xm),
+                              rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]),
+                              interval_hits(np.sort(xm), x, xm), lambda edges: bin_counts(x, xm, edges))
+    return profile_of(name, summary)
