@@ -107,6 +107,16 @@ def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, v
     assert np.array_equal(got.hits, hits)
 
 
+def test_text_ids_break_ties_as_the_kernels_do(sync_dask, tied):
+    """Ids of text: ties are broken in the ids' own order, as the whole-column ranks do."""
+    tied = tied.assign(rid=[f"r{(i * 7) % 9973:05d}" for i in tied["rid"]])
+    errors, terms, hits = _reference(tied, "a")
+    got = variable_order_measures(_uneven(tied, 23), None, "rid", "a", float(tied["a"].to_numpy().std()), True, True,
+                                  True)
+    assert got.rank_errors == errors and np.array_equal(got.hits, hits)
+    assert np.array_equal(got.quantile_terms[0], terms[0])
+
+
 def test_quantile_terms_from_the_files(sync_dask, tied):
     """With the files read apart (the masked file a subset of the original), the terms are those of the two
     files' sorted columns."""
