@@ -55,7 +55,7 @@ class ContinuousContext:
     by_id: bool
     cell_rows: int
     pld_cell_rows: int
-    families: tuple[str, ...] = ()
+    families: tuple[str, ...]
 
     @property
     def n(self) -> int:
