@@ -28,7 +28,7 @@ from sdc_tasks.metrics.risk import ID_PERCENTS, interval_widths, sdid_hits, wind
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
 
-GATHER_ROWS = 500_000
+GATHER_ROWS = 1_000_000
 """Files of at most this many records gather each variable on one worker for the order-based measures instead:
 quicker there than the sorts' rounds of tasks, and the same numbers."""
 
