@@ -21,11 +21,12 @@ from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED
 from sdc_tasks.evaluation.pairing import check_pairing_ids, paired, paired_nearest, record_count
+from sdc_tasks.files import check_columns
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frames_moments
-from sdc_tasks.validation import check_columns, input_name, load_checked, numeric_columns
+from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
 FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
 
@@ -77,10 +78,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if pairing == "nearest":
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
-    check_columns(original, [id_col, *cols], "original file")
-    check_columns(masked, [id_col, *cols, *([weight] if weight else [])], "masked file")
+    check_columns(original.columns, [id_col, *cols], "original file")
+    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else [])], "masked file")
     if reference is not None:
-        check_columns(reference, categorical, "reference file")
+        check_columns(reference.columns, categorical, "reference file")
     pairs = paired(original, masked, id_col, cols).persist()
     n, n_masked, matched = (int(x) for x in dask.compute(record_count(original), record_count(masked),
                                                           record_count(pairs)))
@@ -111,8 +112,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
     check_options(families, pairing)
-    check_columns(original, [id_col, *variables, *key_vars], "original file")
-    check_columns(masked, [id_col, *variables, *key_vars], "masked file")
+    check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
+    check_columns(masked.columns, [id_col, *variables, *key_vars], "masked file")
     units = _units(families)
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
