@@ -6,13 +6,14 @@ sorting by regular sampling (Shi and Schaeffer 1992): each partition, sorted loc
 (value, id) samples; the pooled samples, sorted on the driver, give one splitter per output partition boundary;
 every record is numbered by the splitters below it and moved by Dask's own shuffle (``set_index`` on that
 number with the divisions given, peer-to-peer on a distributed cluster, spilling to disk where memory is short);
-each output partition is then sorted locally. With as many samples per partition as there are partitions, no
-output partition holds more than about twice an input partition.
+each output partition is then sorted locally. With as many samples per partition as there are partitions
+(MIN_SAMPLES to MAX_SAMPLES), no output partition holds much more than twice an input partition.
 
-The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a
-few of them do not each carry the whole collection's graph) and their lengths, first and last values fetched, so that a record's global
-position is its partition's offset plus its local position: the driver then knows which partition holds any
-global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the partitions they need.
+The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a few
+of them do not each carry the whole collection's graph) and their lengths, first and last values fetched, so that
+a record's global position is its partition's offset plus its local position: the driver then knows which
+partition holds any global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the
+partitions they need.
 """
 
 from __future__ import annotations
@@ -72,7 +73,7 @@ def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int) -> tu
     return keys[order][at], ids[order][at]
 
 
-def bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, split_ids: np.ndarray) -> np.ndarray:
+def _bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, split_ids: np.ndarray) -> np.ndarray:
     """For each record (key, id), the number of splitters at or below it in (KEY, ID) order: the output
     partition that holds it."""
     lo = np.searchsorted(split_keys, keys, side="left")
@@ -87,9 +88,9 @@ def bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, sp
 
 
 def _bucketed(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray) -> pd.DataFrame:
-    """One partition with the BUCKET column of :func:`bucket_numbers`."""
+    """One partition with the BUCKET column of :func:`_bucket_numbers`."""
     out = part.copy()
-    out[BUCKET] = bucket_numbers(part[KEY].to_numpy(), part[ID].to_numpy(), split_keys, split_ids)
+    out[BUCKET] = _bucket_numbers(part[KEY].to_numpy(), part[ID].to_numpy(), split_keys, split_ids)
     return out
 
 
