@@ -1,0 +1,88 @@
+"""Peak memory of the order-based measures (brMAE/brMSE ranks, PIL_Q quantiles, ID windows; families il, pil,
+id) gathered on one task per variable against sorted across the partitions (sdc_tasks/evaluation/
+order_measures.py), on the same generated Census-like files, each on a fresh 2-worker LocalCluster.
+
+The masked file is the original with Gaussian noise of 0.1 sd on every variable (the memory of these measures
+does not depend on the masking method). Prints, per mode, the wall time and the peak RSS of the driver, of the
+largest worker and of all processes, and checks that both modes give the same metrics.
+
+Usage: python benchmarks/order_measures_memory.py [--rows 4000000] [--workers 2] [--json out.json]
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from peak_memory import PeakRSS
+
+from sdc_tasks.evaluation import order_measures
+from sdc_tasks.evaluation.measures import continuous_measures
+from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
+from sdc_tasks.io import read_table
+
+KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
+GIB = 2**30
+
+
+def _noisy(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFrame:
+    """One partition with 0.1 sd of Gaussian noise on every variable (seeded by the partition number)."""
+    rng = np.random.default_rng(1 + (partition_info or {}).get("number", 0))
+    out = part.copy()
+    for v in CENSUS_VARIABLES:
+        out[v] = part[v] + rng.normal(0.0, 0.1 * float(part[v].std() or 1.0), len(part))
+    return out
+
+
+def measure(original: Path, masked: Path, workers: int, gather: bool) -> tuple[dict, dict]:
+    """The il, pil and id metrics with the order measures gathered or sorted, and the run's figures."""
+    from distributed import Client, LocalCluster
+
+    order_measures.GATHER_ROWS = 10**12 if gather else 0
+    with LocalCluster(n_workers=workers, threads_per_worker=1, dashboard_address=None) as cluster, \
+            Client(cluster), PeakRSS() as mem:
+        start = time.time()
+        metrics = continuous_measures(read_table(original, "parquet"), read_table(masked, "parquet"), "record_id",
+                                      list(CENSUS_VARIABLES), KEYS, ("il", "pil", "id"))
+        end = time.time()
+    peak = mem.between(start, end)
+    figures = {"mode": "gathered" if gather else "sorted", "seconds": end - start,
+               "rss_driver_gib": peak.driver / GIB, "rss_worker_gib": peak.worker / GIB,
+               "rss_all_gib": peak.total / GIB}
+    print(f"  {figures['mode']:>8}: {figures['seconds']:7.1f} s  RSS driver {figures['rss_driver_gib']:5.2f}  "
+          f"worker {figures['rss_worker_gib']:5.2f}  all {figures['rss_all_gib']:5.2f} GiB", flush=True)
+    return metrics, figures
+
+
+def main() -> None:
+    """Generate the files, measure both modes, check they agree."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, nargs="+", default=[4_000_000])
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    out = []
+    for rows in args.rows:
+        with tempfile.TemporaryDirectory() as tmp:
+            original, masked = Path(tmp) / "original", Path(tmp) / "masked"
+            write_synthetic(original, rows, seed=7, rows_per_file=250_000)
+            frame = read_table(original, "parquet")
+            frame.map_partitions(_noisy, meta=frame._meta).to_parquet(masked, write_index=False)
+            print(f"rows={rows}", flush=True)
+            gathered, a = measure(original, masked, args.workers, gather=True)
+            sorted_, b = measure(original, masked, args.workers, gather=False)
+            same = gathered == sorted_
+            print(f"  same metrics: {same}", flush=True)
+            out.append({"rows": rows, "modes": [a, b], "same_metrics": same})
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()
