@@ -30,10 +30,11 @@ from sdc_tasks.arguments import (
     checked_params,
     column_names,
     dask_frame,
-    is_csv,
     is_path,
+    is_single_file,
     output_of,
     source_of,
+    write_single_file,
 )
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
@@ -95,8 +96,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
-        if target is not None and is_csv(out):
-            staged.frame.compute().to_csv(target, index=False)
+        if target is not None and is_single_file(out):
+            write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:
             write_parquet(staged.frame, target)
         if isinstance(data, pd.DataFrame):

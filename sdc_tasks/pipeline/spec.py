@@ -40,8 +40,12 @@ class _Strict(BaseModel):
 class InputSpec(_Strict):
     """Where the original file is and how to read it."""
 
-    path: str = Field(description="CSV file, Parquet file or Parquet dataset directory; relative to the spec file")
-    format: Literal["auto", "csv", "parquet"] = "auto"
+    path: str = Field(description="CSV file, Parquet file or Parquet dataset directory, or an SPSS (.sav), Stata "
+                      "(.dta) or SAS (.sas7bdat, .xpt) file; relative to the spec file")
+    format: Literal["auto", "csv", "parquet", "sav", "dta", "sas7bdat", "xpt"] = "auto"
+    value_labels: Literal["codes", "labels"] = Field(
+        default="codes", description="an SPSS, Stata or SAS file's labelled variables read as their codes (the "
+        "labels kept in the release's manifest) or as their labels (keys and recodes then name labels)")
 
 
 class VariableRoles(_Strict):

@@ -65,7 +65,7 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input.format)
+    source = read_input(spec.input_path, spec.input.format, labels=spec.input.value_labels == "labels")
     check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
