@@ -16,7 +16,7 @@ import dask
 import dask.dataframe as dd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, CategoricalContext, check_categorical
+from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, SUDA, CategoricalContext, check_categorical
 from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
@@ -29,7 +29,7 @@ from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
-FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
+FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK, SUDA)}
 
 
 def _units(families: tuple[str, ...]) -> list:
