@@ -276,6 +276,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                    "order, VAR=c1,c2,... (repeatable; others are nominal)"),
                  weight: Optional[str] = typer.Option(None, help="sampling weight column of the masked file "
                                                       "(individual risk)"),
+                 sensitive: Optional[str] = typer.Option(None, help="sensitive variables of the ldiversity family, "
+                                                         "comma-separated (none a key)"),
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
@@ -297,7 +299,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
-                           reference=reference)
+                           reference=reference, sensitive=_split(sensitive))
         text = json_text(dict(metrics))
         if tmp_file:
             tmp_file.write_text(text + "\n")

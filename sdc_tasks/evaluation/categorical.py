@@ -28,6 +28,7 @@ from sdc_tasks.metrics.categorical_risk import (
     kanonymity,
     risk_measures,
 )
+from sdc_tasks.metrics.diversity import diversity_measures
 from sdc_tasks.metrics.suda import suda_measures
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
@@ -59,15 +60,25 @@ def _add_dicts(a: dict, b: dict) -> dict:
     return {v: add_counts(a[v], b[v]) for v in a}
 
 
-def check_categorical(categorical: list[str], keys: list[str], ordinal: dict, families: tuple[str, ...]) -> None:
-    """Raise InputError naming an ordinal variable that is not categorical, or a family without its variables."""
+def check_categorical(categorical: list[str], keys: list[str], ordinal: dict, families: tuple[str, ...],
+                      sensitive: list[str] = ()) -> None:
+    """Raise InputError naming an ordinal variable that is not categorical, a family without its variables, or a
+    sensitive variable that is also a key."""
     stray = [v for v in ordinal if v not in categorical]
     if stray:
         raise InputError(f"ordinal variable {stray[0]!r} is not listed among the categorical variables")
     if "cat_il" in families and not categorical:
         raise InputError("metric family 'cat_il' needs categorical variables (--categorical)")
-    if "cat_risk" in families and not keys:
-        raise InputError("metric family 'cat_risk' needs categorical key variables (--categorical)")
+    for family in ("cat_risk", "suda", "ldiversity"):
+        if family in families and not keys:
+            raise InputError(f"metric family {family!r} needs categorical key variables (--categorical)")
+    if "ldiversity" in families and not sensitive:
+        raise InputError("metric family 'ldiversity' needs sensitive variables (--sensitive; a spec's "
+                         "variables.sensitive)")
+    both = [s for s in sensitive if s in keys]
+    if both:
+        raise InputError(f"sensitive variable {both[0]!r} is also a key variable: l-diversity measures what the "
+                         "keys disclose of a variable that is not one of them")
 
 
 @dataclass(frozen=True)
@@ -87,12 +98,13 @@ class CategoricalContext:
     weight: str | None
     n_masked: int
     max_disagreements: int = PLD_CAT_MAX_DISAGREEMENTS
+    sensitive: tuple[str, ...] = ()
 
     @cached_property
     def text(self) -> dict[str, bool]:
         """Per categorical or key variable, whether its categories compare as text (:func:`text_kinds`)."""
         frames = [self.original, self.masked, *([self.reference] if self.reference is not None else [])]
-        return text_kinds(frames, list(dict.fromkeys([*self.categorical, *self.keys])))
+        return text_kinds(frames, list(dict.fromkeys([*self.categorical, *self.keys, *self.sensitive])))
 
     @cached_property
     def pair_parts(self) -> list:
@@ -162,3 +174,23 @@ def _suda_finish(results: dict, ctx: CategoricalContext) -> dict:
 
 
 SUDA = Family("suda", _suda_tasks, _suda_finish)
+
+
+def _ldiversity_tasks(ctx: CategoricalContext) -> dict:
+    """Per sensitive variable, the masked file's counts per (key combination, sensitive value), tree-merged."""
+    return {s: tree_merge([dask.delayed(combination_counts)(p, [*ctx.keys, s], ctx.text)
+                           for p in ctx.masked[[*ctx.keys, s]].to_delayed()], add_combinations)
+            for s in ctx.sensitive}
+
+
+def _ldiversity_finish(results: dict, ctx: CategoricalContext) -> dict:
+    """Distinct and entropy l-diversity and t-closeness of each sensitive variable (diversity.diversity_measures;
+    an ordinal sensitive variable's EMD follows its category order)."""
+    orders = canonical_orders({s: o for s, o in ctx.ordinal.items() if s in ctx.sensitive}, ctx.text)
+    out = {}
+    for s in ctx.sensitive:
+        out.update(diversity_measures(results[s], list(ctx.keys), s, orders.get(s)))
+    return out
+
+
+LDIVERSITY = Family("ldiversity", _ldiversity_tasks, _ldiversity_finish)

@@ -117,7 +117,8 @@ def individual_risk(f: np.ndarray, big_f: np.ndarray) -> np.ndarray:
 
 def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
     """Individual-risk keys from a combination table with summed weights: indiv_risk_max, indiv_risk_mean,
-    expected_reidentifications (sum of the per-record risks) and records_risk_above_0.1 (percent). F_k below f_k
+    expected_reidentifications (sum of the per-record risks), global_risk_percent (that sum in percent of the
+    records, sdcMicro's global risk) and records_risk_above_0.1 (percent). F_k below f_k
     (weights under 1) raises InputError naming the weight column."""
     totals = compatible_totals(table, keys)
     f, big_f = totals[COUNT].to_numpy(), totals[WEIGHT].to_numpy()
@@ -129,6 +130,7 @@ def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
     n = records.sum()
     return {"indiv_risk_max": float(risk.max()), "indiv_risk_mean": float(records @ risk / n),
             "expected_reidentifications": float(records @ risk),
+            "global_risk_percent": 100.0 * float(records @ risk) / n,
             f"records_risk_above_{RISK_THRESHOLD}": 100.0 * float(records[risk > RISK_THRESHOLD].sum()) / n}
 
 

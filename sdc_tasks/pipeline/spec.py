@@ -15,7 +15,7 @@ from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
 from sdc_tasks.tls import TlsFiles, check_tls_settings
 
-OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
+OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop", "sensitive")  # in the hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
 ROLE_CLASHES = (  # (role, the roles it cannot share a column with); continuous and categorical are checked apart
     ("direct_identifiers", ("key", "continuous", "categorical", "weight", "strata", "pass_through", "drop")),
@@ -64,6 +64,8 @@ class VariableRoles(_Strict):
     strata: str | None = Field(default=None, description="categorical column; masking runs within each stratum")
     pass_through: list[str] = Field(default_factory=list, description="published unchanged (not sensitive)")
     drop: list[str] = Field(default_factory=list, description="left out of the release")
+    sensitive: list[str] = Field(default_factory=list, description="variables whose disclosure through the keys "
+                                 "the ldiversity family measures (none of them a key; each also has its role)")
 
     def named(self) -> dict[str, list[str]]:
         """{role: the columns it names} for every role but ordinal (a part of categorical)."""
@@ -88,6 +90,14 @@ class VariableRoles(_Strict):
             if clash:
                 raise ValueError(f"{role} {sorted(clash)} cannot also be {_either(others)}: give each column one "
                                  "role")
+        keyed = [v for v in self.sensitive if v in self.key]
+        if keyed:
+            raise ValueError(f"sensitive variable {keyed[0]!r} is also a key: l-diversity measures what the keys "
+                             "disclose of a variable that is not one of them")
+        roleless = [v for v in self.sensitive if not any(v in names for names in named.values())]
+        if roleless:
+            raise ValueError(f"sensitive variable {roleless[0]!r} must also have a role (categorical, continuous, "
+                             "pass_through, ...)")
         loose = [k for k in self.key if k not in {*self.continuous, *self.categorical}]
         if loose:
             raise ValueError(f"key variable {loose[0]!r} must also be listed under continuous or categorical (keys "

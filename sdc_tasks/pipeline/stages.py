@@ -153,7 +153,8 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight, intruder_original=seen.frame if seen else None)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None,
+                       sensitive=list(roles.sensitive))
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
