@@ -278,6 +278,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                       "(individual risk)"),
                  sensitive: Optional[str] = typer.Option(None, help="sensitive variables of the ldiversity family, "
                                                          "comma-separated (none a key)"),
+                 household: Optional[str] = typer.Option(None, help="household id column of the masked file: with "
+                                                         "--weight, cat_risk adds the household risk"),
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
@@ -299,7 +301,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
-                           reference=reference, sensitive=_split(sensitive))
+                           reference=reference, sensitive=_split(sensitive), household=household)
         text = json_text(dict(metrics))
         if tmp_file:
             tmp_file.write_text(text + "\n")

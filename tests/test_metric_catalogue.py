@@ -66,11 +66,11 @@ def run(original: pd.DataFrame, masked: pd.DataFrame, families: tuple[str, ...],
 
 @pytest.fixture(scope="module")
 def full() -> dict:
-    """Every family at once on testdata.csv, with a weight column, a reference file and two sensitive
+    """Every family at once on testdata.csv, with a weight column, a reference file, households and two sensitive
     variables."""
     original, masked = households()
     return run(original, masked, cat.FAMILIES, categorical=CATEGORICAL, weight="sampling_weight",
-               reference=dd.from_pandas(original, npartitions=1), sensitive=["water", "electcon"])
+               reference=dd.from_pandas(original, npartitions=1), sensitive=["water", "electcon"], household="ori_hid")
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from functools import cached_property
 import dask
 import dask.dataframe as dd
 import pandas as pd
+from dask.delayed import Delayed
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.family import Family
@@ -25,10 +26,20 @@ from sdc_tasks.metrics.categorical_risk import (
     add_combinations,
     categorical_linkage,
     combination_counts,
+    combination_risks,
     kanonymity,
     risk_measures,
 )
 from sdc_tasks.metrics.diversity import diversity_measures
+from sdc_tasks.metrics.household_risk import (
+    MEMBERS,
+    SURVIVAL,
+    add_household_sums,
+    household_measures,
+    household_sums,
+    member_survival,
+    risk_lookup,
+)
 from sdc_tasks.metrics.suda import suda_measures
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
@@ -99,6 +110,7 @@ class CategoricalContext:
     n_masked: int
     max_disagreements: int = PLD_CAT_MAX_DISAGREEMENTS
     sensitive: tuple[str, ...] = ()
+    household: str | None = None
 
     @cached_property
     def text(self) -> dict[str, bool]:
@@ -139,9 +151,11 @@ def _cat_risk_tasks(ctx: CategoricalContext) -> dict:
     keys, text = ctx.keys, ctx.text
     both = {**text, **{k + MASKED_SUFFIX: text[k] for k in keys}}
     cols = [*keys, *([ctx.weight] if ctx.weight else [])]
+    combos = tree_merge([dask.delayed(combination_counts)(p, keys, text, ctx.weight)
+                         for p in ctx.masked[cols].to_delayed()], add_combinations)
     return {
-        "combos": tree_merge([dask.delayed(combination_counts)(p, keys, text, ctx.weight)
-                              for p in ctx.masked[cols].to_delayed()], add_combinations),
+        "combos": combos,
+        **({"households": _household_sums(ctx, combos)} if ctx.household and ctx.weight else {}),
         "joint": tree_merge([dask.delayed(combination_counts)(p, [*keys, *(k + MASKED_SUFFIX for k in keys)], both)
                              for p in ctx.pair_parts], add_combinations),
         "original": tree_merge([dask.delayed(combination_counts)(p, keys, text)
@@ -149,11 +163,30 @@ def _cat_risk_tasks(ctx: CategoricalContext) -> dict:
     }
 
 
+def _household_sums(ctx: CategoricalContext, combos) -> Delayed:
+    """The household figures' partial sums, tree-merged: each record's 1 - r_i from the masked file's combination
+    table, multiplied per household over a Dask grouping by household id (split over as many partitions as the
+    file has), then summed per partition (household_risk.household_sums)."""
+    lookup = dask.delayed(risk_lookup)(combos, ctx.keys, dask.delayed(combination_risks)(combos, ctx.keys,
+                                                                                          ctx.weight))
+    columns = [*ctx.keys, ctx.household]
+    meta = pd.DataFrame({ctx.household: ctx.masked._meta[ctx.household], SURVIVAL: pd.Series(dtype=float),
+                         MEMBERS: pd.Series(dtype=float)})
+    members = dd.from_delayed([dask.delayed(member_survival)(p, ctx.keys, ctx.text, ctx.household, lookup)
+                               for p in ctx.masked[columns].to_delayed()], meta=meta, verify_meta=False)
+    households = members.groupby(ctx.household).agg({SURVIVAL: "prod", MEMBERS: "sum"},
+                                                    split_out=members.npartitions)
+    return tree_merge([dask.delayed(household_sums)(p) for p in households.to_delayed()], add_household_sums)
+
+
 def _cat_risk_finish(results: dict, ctx: CategoricalContext) -> dict:
-    """k-anonymity and sample uniques of the masked file, individual risk (with a weight column) and PLD_cat."""
+    """k-anonymity and sample uniques of the masked file, individual risk (with a weight column), household risk
+    (with a household column too) and PLD_cat."""
     out = kanonymity(results["combos"], ctx.keys)
     if ctx.weight:
         out.update(risk_measures(results["combos"], ctx.keys, ctx.weight))
+    if "households" in results:
+        out.update(household_measures(results["households"]))
     out.update(categorical_linkage(results["joint"], results["original"], ctx.keys,
                                    [k + MASKED_SUFFIX for k in ctx.keys], ctx.max_disagreements, EM_MAX_ITER))
     return out

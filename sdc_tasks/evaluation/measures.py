@@ -58,7 +58,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
              reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
-             sensitive: list[str] = ()) -> dict:
+             sensitive: list[str] = (), household: str | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -70,7 +70,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     original as an intruder sees it through the release's published recodes (its keys recoded by the same
     rules), which ``cat_risk`` links the masked records to (default: the original; ``cat_il`` always measures
     against the original); ``sensitive``: the variables ``ldiversity`` measures within the key combinations
-    (none of them a key). Categorical measures pair records by id."""
+    (none of them a key); ``household``: the household id column of the masked file, which with ``weight`` adds
+    the household risk to ``cat_risk``. Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
@@ -86,7 +87,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
     check_columns(original.columns, [id_col, *cols], "original file")
-    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else []), *sensitive], "masked file")
+    if household and not weight:
+        raise InputError(f"household {household!r}: the household risk needs the sampling weight column (weight)")
+    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else []), *sensitive,
+                                   *([household] if household else [])], "masked file")
     if reference is not None:
         check_columns(reference.columns, categorical, "reference file")
     pairs = paired(original, masked, id_col, cols).persist()
@@ -97,7 +101,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
                          f"{id_col!r} (categorical measures pair records by id)")
     out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
     ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked,
-                             sensitive=tuple(sensitive))
+                             sensitive=tuple(sensitive), household=household)
     seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
     out.update(family_measures(_units(tuple(f for f in cat_families
                                             if not (seen_through_recodes and f == "cat_risk"))), ctx))
@@ -163,13 +167,14 @@ def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.
                    cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
                    categorical: list[str] | None = None, ordinal: dict[str, list] | None = None,
                    weight: str | None = None, reference: str | Path | dd.DataFrame | None = None,
-                   sensitive: list[str] | None = None) -> dict:
+                   sensitive: list[str] | None = None, household: str | None = None) -> dict:
     """Evaluate two files (CSV or Parquet) or Dask DataFrames after checking both (validation.load_checked).
     One without ``id_col`` gets ids from its row positions; variables default to the original's numeric columns
     but the categorical and weight columns (the masked file must have them all; none are needed when only
     categorical families are asked for), keys to the first seven variables. Categorical columns may hold codes
     or text and, in the masked file, missing values; ``reference``: a file with the categorical columns (EBIL_RF,
-    PRIL_RF); ``sensitive``: the variables of ``ldiversity`` (the masked file must have them)."""
+    PRIL_RF); ``sensitive``: the variables of ``ldiversity``; ``household``: the household id column (household
+    risk); the masked file must have them."""
     check_options(families, pairing)
     categorical = list(categorical or [])
     continuous = [f for f in families if f not in CATEGORICAL_FAMILIES]
@@ -181,9 +186,10 @@ def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.
     numeric = [*variables, *(k for k in key_vars if k not in categorical)]
     a, _ = load_checked(original, id_col, numeric, input_name("original", original), required=categorical)
     b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], input_name("masked", masked),
-                        required=[*categorical, *(sensitive or [])], weight=weight)
+                        required=[*categorical, *(sensitive or []), *([household] if household else [])],
+                        weight=weight)
     check_pairing_ids(a, b, id_col)
     ref = load_checked(reference, id_col, [], input_name("reference", reference), required=categorical)[0] \
         if reference is not None else None
     return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows, categorical,
-                    ordinal, weight, ref, sensitive=list(sensitive or []))
+                    ordinal, weight, ref, sensitive=list(sensitive or []), household=household)

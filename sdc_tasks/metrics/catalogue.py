@@ -60,6 +60,7 @@ OPEN = math.inf
 CHAPTER = "sdc_methods_comparison_chapter.txt"
 SUDA = "Elliot et al. (SUDA); Manning et al. 2008 (SUDA2); sdcMicro suda2"
 LDIV = "Machanavajjhala et al. 2007 (l-diversity); sdcMicro ldiversity"
+HOUSEHOLD = "sdcMicro measure_risk with hid (hierarchical risk)"
 SURVEY_IL = "statistical_databases_survey.txt, Information loss measures for numerical data"
 PIL_SOURCE = "pil_measures.txt"
 DOCS = "docs/metrics.md"
@@ -263,6 +264,13 @@ MEASURES: tuple[Measure, ...] = (
          PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3, 5 (Jaro 1989)"),
     _row("global_risk_percent", "cat_risk", "Expected re-identifications in percent of the records (sdcMicro's "
          "global risk)", PERCENT, range=(0.0, 100.0), source="sdcMicro measure_risk (Benedetti and Franconi)"),
+    _row("household_expected_reidentifications", "cat_risk", "Sum over persons of their household's risk, 1 - "
+         "prod(1 - r_i) over its members (sdcMicro's hier_risk_ER)", RECORDS, source=HOUSEHOLD),
+    _row("household_risk_percent", "cat_risk", "household_expected_reidentifications in percent of the persons "
+         "(sdcMicro's hier_risk_pct)", PERCENT, range=(0.0, 100.0), source=HOUSEHOLD),
+    _row("household_risk_max", "cat_risk", "Largest household risk", FRACTION, range=(0.0, 1.0), source=HOUSEHOLD),
+    _row("households_risk_above_0.1", "cat_risk", "Households with a risk above 0.1", PERCENT, range=(0.0, 100.0),
+         source=HOUSEHOLD),
     _row("ldiversity_distinct_min_<var>", "ldiversity", "Smallest number of distinct values of a sensitive "
          "variable in a key combination (distinct l-diversity)", COUNT, HIGHER, source=LDIV,
          pattern=r"ldiversity_distinct_min_(.+)"),
@@ -270,7 +278,8 @@ MEASURES: tuple[Measure, ...] = (
          "combination (entropy l-diversity)", UNITLESS, HIGHER, range=(1.0, OPEN), source=LDIV,
          pattern=r"ldiversity_entropy_min_(.+)"),
     _row("ldiversity_records_below_2_<var>", "ldiversity", "Records whose key combination holds one value of a "
-         "sensitive variable (disclosed by the keys)", RECORDS, source=LDIV, pattern=r"ldiversity_records_below_2_(.+)"),
+         "sensitive variable (disclosed by the keys)", RECORDS, source=LDIV,
+         pattern=r"ldiversity_records_below_2_(.+)"),
     _row("tcloseness_<var>", "ldiversity", "Largest Earth Mover's Distance between a key combination's distribution "
          "of a sensitive variable and the file's (t-closeness)", FRACTION, range=(0.0, 1.0),
          source="Li, Li and Venkatasubramanian 2007 (t-closeness)", pattern=r"tcloseness_(.+)"),

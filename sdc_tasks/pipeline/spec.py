@@ -171,6 +171,16 @@ class DaskSpec(_Strict):
         return self
 
 
+class HouseholdSpec(_Strict):
+    """The households of a person file: the household id column and the household-level variables (the same for
+    every member of a household)."""
+
+    id: str = Field(description="household id column (it also has a role: pass_through, or drop to leave it out of "
+                    "the release)")
+    variables: list[str] = Field(default_factory=list, description="household-level categorical variables, "
+                                 "checked to be constant within each household")
+
+
 class ReleaseSpec(_Strict):
     """A whole release: input, roles, ordered masking steps, metrics, gate, output, seed and cluster."""
 
@@ -186,6 +196,8 @@ class ReleaseSpec(_Strict):
     output: OutputSpec
     seed: int = Field(default=0, ge=0)
     dask: DaskSpec = Field(default_factory=DaskSpec)
+    households: HouseholdSpec | None = Field(default=None, description="household id and household-level "
+                                             "variables: household risk in cat_risk, constancy checked")
     base_dir: str = Field(default=".", exclude=True, description="directory relative paths resolve against")
 
     @model_validator(mode="after")
@@ -213,7 +225,23 @@ class ReleaseSpec(_Strict):
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
         self._check_every_variable_masked()
+        self._check_households()
         return self
+
+    def _check_households(self) -> None:
+        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, or
+        a household-level variable is not categorical."""
+        if self.households is None:
+            return
+        hid, roles = self.households.id, self.variables
+        if hid == self.id_column or hid in {*roles.continuous, *roles.categorical, *roles.key}:
+            raise ValueError(f"households.id {hid!r} must be neither the id column nor a masked variable: list it "
+                             "under pass_through or drop")
+        if not any(hid in names for names in roles.named().values()):
+            raise ValueError(f"households.id {hid!r} has no role: list it under pass_through or drop")
+        stray = [v for v in self.households.variables if v not in roles.categorical]
+        if stray:
+            raise ValueError(f"households.variables: {stray[0]!r} is not listed in variables.categorical")
 
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
@@ -337,9 +365,9 @@ class ReleaseSpec(_Strict):
 
     def spec_hash(self) -> str:
         """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical,
-        pass_through and drop roles enter it only when set, so a spec without them keeps the hash it had before
-        they existed."""
-        data = self.model_dump(mode="json")
+        pass_through, drop and sensitive roles and the households enter it only when set, so a spec without them
+        keeps the hash it had before they existed."""
+        data = self.model_dump(mode="json", exclude={"households"} if self.households is None else set())
         unset = [r for r in OPTIONAL_ROLES if r not in self.variables.model_fields_set]
         data["variables"] = {r: v for r, v in data["variables"].items() if r not in unset}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
