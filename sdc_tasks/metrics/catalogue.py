@@ -126,6 +126,9 @@ FAMILY_ROWS: tuple[MetricFamily, ...] = (
 FAMILIES = tuple(f.name for f in FAMILY_ROWS)
 DEFAULT_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.default)
 CATEGORICAL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.kind == CATEGORICAL)
+DEFAULT_CATEGORICAL_FAMILIES = ("cat_il", "cat_risk")
+"""What a release spec with categorical variables computes unless its metrics say otherwise (suda and
+ldiversity are asked for)."""
 IL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_IL)
 RISK_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_DR)
 
