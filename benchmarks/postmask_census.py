@@ -7,7 +7,11 @@ paper's correspondence (sec. 2: each masked record stands for its nearest origin
 columns p* the published values, idS_nn and idS_id score_simple under docs/metrics.md's pairing by id for
 ``correspondence`` nearest (the paper's C(i)) and id, s the seconds of both postmask runs.
 
-Usage: python benchmarks/postmask_census.py [--rows 1000000 --workers 2]   (not a test)
+With --convergence: the rank-swap (p = 14) row with q = 0.1 and TargetE 0.09 of Table 1 for seeds 1..20 of the
+postmask step (the rank swap fixed at seed 1): E before and after, iterations and whether TargetE was met per
+seed, and the count of seeds that met it (docs/postmask.md, "Reaching TargetE").
+
+Usage: python benchmarks/postmask_census.py [--rows 1000000 --workers 2 | --convergence]   (not a test)
 """
 
 from __future__ import annotations
@@ -47,10 +51,11 @@ TABLES = {  # post_masking_optimization.txt Tables 1-2: (p, q) -> (Score, IL, DL
 SEED = 1
 
 
-def step(frame: pd.DataFrame, reference: pd.DataFrame, method: str, params: dict, variables: list[str]) -> pd.DataFrame:
+def step(frame: pd.DataFrame, reference: pd.DataFrame, method: str, params: dict, variables: list[str],
+         seed: int = SEED) -> pd.DataFrame:
     """One masking step on a frame (synchronous Dask), in input order."""
     staged = apply_step(dd.from_pandas(frame, npartitions=1), method, variables, validate_params(method, params),
-                        StepContext(SEED, 1, "record_id", reference=dd.from_pandas(reference, npartitions=1)))
+                        StepContext(seed, 1, "record_id", reference=dd.from_pandas(reference, npartitions=1)))
     return staged.frame.compute().reset_index(drop=True)
 
 
@@ -101,6 +106,28 @@ def census_tables() -> None:
                 print(" | ".join(f"{c:>7}" for c in cells), flush=True)
 
 
+def convergence(seeds: int) -> None:
+    """Seeds 1..``seeds`` of postmask (p 0.5, q 0.1, TargetE 0.09) after rank swapping p = 14 (Table 1's last
+    row): per seed E before and after (expr. (7) of the file) and whether TargetE was met; then the count."""
+    census = pd.read_csv(bundled_path("census.csv"))
+    cols = list(census.columns)
+    census.insert(0, "record_id", np.arange(len(census)))
+    target = 0.09
+    met = 0
+    with dask.config.set(scheduler="synchronous"):
+        swapped = step(census, census, "rankswap", {"p": 14}, cols)
+        print(f"rankswap p = 14, then postmask p 0.5, q 0.1, TargetE {target}: E before "
+              f"{moment_error(census, swapped, cols):.4f}")
+        for seed in range(1, seeds + 1):
+            t = time.perf_counter()
+            out = step(swapped, census, "postmask", {"p": 0.5, "q": 0.1, "target_e": target}, cols, seed=seed)
+            e = moment_error(census, out, cols)
+            met += e < target
+            print(f"seed {seed:2d}: E after {e:.4f} {'met' if e < target else 'NOT met'} "
+                  f"({time.perf_counter() - t:.1f} s)", flush=True)
+    print(f"TargetE met for {met} of {seeds} seeds")
+
+
 def throughput(rows: int, workers: int) -> None:
     """Rank swapping p = 14 then postmask (p 0.5, q 0.3, TargetE 0.04) on generated records: seconds, records/s."""
     from sdc_tasks.cluster import dask_client
@@ -125,12 +152,15 @@ def throughput(rows: int, workers: int) -> None:
 
 
 def main() -> None:
-    """Census tables, or the throughput run with --rows."""
+    """Census tables, the convergence count with --convergence, or the throughput run with --rows."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=0)
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--convergence", action="store_true", help="TargetE met over 20 seeds of Table 1's q = 0.1 row")
     args = ap.parse_args()
-    if args.rows:
+    if args.convergence:
+        convergence(20)
+    elif args.rows:
         throughput(args.rows, args.workers)
     else:
         census_tables()

@@ -335,6 +335,10 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
                         overwrite=overwrite, workers=workers)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
     typer.echo(_accounting_line(result.columns))
+    if result.outcome is not None:
+        typer.echo(result.outcome.text())
+        if result.outcome.warning():
+            typer.echo(result.outcome.warning(), err=True)
 
 
 @app.command("compare")
