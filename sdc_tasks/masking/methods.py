@@ -13,12 +13,8 @@ import dask.dataframe as dd
 
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import apply as A
-from sdc_tasks.masking.postmask_outcome import (
-    FIGURE_COLUMNS,
-    PostMaskOutcome,
-    blocked_records_with_figures,
-    step_outcome,
-)
+from sdc_tasks.masking.postmask_outcome import FIGURE_COLUMNS, PostMaskOutcome
+from sdc_tasks.masking.postmask_stage import blocked_records_with_figures, step_outcome
 from sdc_tasks.masking.registry import METHODS, Method
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.stats.moments import frame_moments

@@ -13,7 +13,14 @@ from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.errors import SpecError
 from sdc_tasks.io import input_format, yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
-from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
+from sdc_tasks.metrics.catalogue import (
+    CATEGORICAL_FAMILIES,
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    POSTMASK,
+    gated_families,
+    measure_of,
+)
 
 OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
@@ -195,6 +202,9 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
+            if measure_of(measure).family == POSTMASK and not any(METHODS[s.method].reports_outcome
+                                                                   for s in self.steps):
+                raise ValueError(f"gate.max.{measure}: needs a postmask or synthetic_postmask step")
         id_roles = [role for role, names in self.variables.named().items() if self.id_column in names]
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
