@@ -107,8 +107,10 @@ class PostMaskParams(SyntheticPostMaskParams):
     """Post-masking optimization, Algorithm 1 (post_masking_optimization.txt sec. 3)."""
 
     q: float = Field(gt=0, le=1, description="share of records perturbed: those contributing most to IL1")
-    correspondence: Literal["nearest", "id"] = Field(
-        default="nearest", description="IL1 against the nearest original record (paper) or the record's own")
+    correspondence: Literal["id", "nearest"] = Field(
+        default="id", description="IL1 (expr. (8)'s band) against the record's own original, as sdc evaluate and "
+        "a release pair records (default), or against its nearest original record, the paper's C(i) "
+        "(docs/postmask.md)")
 
 
 class CodingParams(Params):
