@@ -215,9 +215,10 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk).
     id_column : str, default "record_id"
         The column pairing the records.
-    pairing : {"auto", "id", "nearest"}, default "auto"
+    pairing : {"auto", "id", "nearest", "paper"}, default "auto"
         Pair by id, by nearest original record (synthetic or re-sized files), or by id when every masked id is
-        found.
+        found; "paper": post_masking_optimization.txt sec. 2's setup, each masked record standing for its
+        nearest original record c(i) in IL1, ID and the linkage measures (docs/postmask.md).
     categorical : str or list of str, optional
         Categorical variables (codes or text) of cat_il and cat_risk.
     ordinal : dict, optional

@@ -17,10 +17,13 @@ from distributed import Client, LocalCluster
 from spec_files import demo_spec_file
 from typer.testing import CliRunner
 
+from sdc_tasks.api import evaluate, mask
 from sdc_tasks.cli import app
 from sdc_tasks.errors import ReleaseRefused, SpecError
+from sdc_tasks.evaluation.measures import evaluate as measures
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.postmask import with_nearest_ids
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.pipeline.run import run_release
 from sdc_tasks.pipeline.spec import load_spec
@@ -143,3 +146,51 @@ def test_a_postmask_gate_needs_a_postmask_step(tmp_path):
     path = demo_spec_file(tmp_path, gate={"max": {"postmask_blocks_short": 0}})
     with pytest.raises(SpecError, match="gate.max.postmask_blocks_short: needs a postmask or synthetic_postmask"):
         load_spec(path)
+
+
+# ---- the paper's evaluation setup (sec. 2): each masked record stands for its nearest original record ----
+
+
+def test_paper_pairing_measures_against_the_nearest_original_hand_computed():
+    original = pd.DataFrame({"record_id": [0, 1, 2], "a": [1.0, 2.0, 4.0], "b": [1.0, 2.0, 4.0]})
+    masked = pd.DataFrame({"record_id": [0, 1, 2], "a": [2.2, 1.1, 4.0], "b": [2.2, 1.1, 4.0]})
+    # nearest originals: record 0 -> 1, 1 -> 0, 2 -> 2; IL1 = (2 x 0.2 / 2 + 2 x 0.1 / 1) / 6 x 100; by id the
+    # cells are 1.2 / 1 and 0.9 / 2 (twice each): (2.4 + 0.9) / 6 x 100 = 55
+    paper = evaluate(original, masked, vars=["a", "b"], key_vars=["a", "b"], families=["il"], pairing="paper")
+    by_id = evaluate(original, masked, vars=["a", "b"], key_vars=["a", "b"], families=["il"], pairing="id")
+    assert paper["IL1"] == pytest.approx(100 * 0.4 / 6) and by_id["IL1"] == pytest.approx(55.0)
+    assert paper["pairing"] == "paper" and by_id["pairing"] == "id"
+
+
+def test_sdc_evaluate_pairing_paper_gives_the_papers_risk_measures(tmp_path, census):
+    cols = [c for c in census.columns if c != "record_id"]
+    with dask.config.set(scheduler="synchronous"):
+        swapped = mask(census, "rankswap", p=14, seed=1)
+        relabelled = with_nearest_ids(census, swapped, cols, "record_id")  # the benchmark's library route
+        expected = measures(dd.from_pandas(census, 1), dd.from_pandas(relabelled, 1), "record_id", cols, cols[:7],
+                            ("il", "dld", "id"))
+    swapped.to_csv(tmp_path / "swapped.csv", index=False)
+    census.to_csv(tmp_path / "census.csv", index=False)
+    result = CliRunner().invoke(app, ["evaluate", "--original", str(tmp_path / "census.csv"), "--masked",
+                                      str(tmp_path / "swapped.csv"), "--families", "il,dld,id", "--pairing",
+                                      "paper", "--workers", "1"])
+    assert result.exit_code == 0, result.output
+    got = json.loads(result.output[result.output.index("{"):])
+    assert got["pairing"] == "paper"
+    for key in ("IL", "DLD", "ID", "score_simple", "DLD_7", "ID_10"):
+        assert got[key] == pytest.approx(expected[key], rel=1e-9), key
+
+
+def test_published_linkage_takes_the_keys_in_the_files_column_order(census):
+    """DLDpub and PLDpub (docs/reproduction.md) take their first i keys in the file's column order, so the
+    chapter's key order (FEDTAX first) gives the same figures as the file's (AFNLWGT first)."""
+    cols = [c for c in census.columns if c != "record_id"]
+    chapter = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
+    file_order = [c for c in cols if c in chapter]
+    assert file_order != chapter
+    with dask.config.set(scheduler="synchronous"):
+        swapped = mask(census, "rankswap", p=14, seed=1)
+        given = [evaluate(census, swapped, vars=cols, key_vars=keys, families=["dld_published", "pld_published"])
+                 for keys in (chapter, file_order)]
+    published = [k for k in given[1] if k.startswith(("DLDpub", "PLDpub"))]
+    assert len(published) == 16 and all(given[0][k] == given[1][k] for k in published)

@@ -309,7 +309,7 @@ MEASURES: tuple[Measure, ...] = (
     _row("p", BOOKKEEPING, "Continuous variables evaluated", COUNT, NEUTRAL, group=GROUP_OTHER),
     _row("key_vars", BOOKKEEPING, "Key variables of the linkage measures, in order", NAMES, NEUTRAL, None,
          group=GROUP_OTHER),
-    _row("pairing", BOOKKEEPING, "How the records were paired: id or nearest", TEXT, NEUTRAL, None,
+    _row("pairing", BOOKKEEPING, "How the records were paired: id, nearest or paper", TEXT, NEUTRAL, None,
          group=GROUP_OTHER),
     _row("categorical", BOOKKEEPING, "Categorical variables evaluated", NAMES, NEUTRAL, None, group=GROUP_OTHER),
     _row("categorical_keys", BOOKKEEPING, "Key variables of the categorical risk measures, in order", NAMES, NEUTRAL,
