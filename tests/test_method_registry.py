@@ -207,7 +207,7 @@ def test_example_run_masks_only_its_variables(frame, already_masked, sync_dask, 
     else:
         for v in variables:  # every written category is one of the variable's own
             assert set(out[v].dropna()) <= set(source[v])
-        if METHODS[method].kernel.masked_dtype is None:  # a method that never writes missing values
+        if METHODS[method].adapter().masked_dtype is None:  # a method that never writes missing values
             assert out[variables].notna().all().all()
 
 

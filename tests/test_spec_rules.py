@@ -23,8 +23,8 @@ from sdc_tasks import api
 from sdc_tasks.cli import app
 from sdc_tasks.comparison.run import GridError, load_grid
 from sdc_tasks.errors import InputError, SpecError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.masking.rankswap import fewest_swapped_records, rank_swap_permutation
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.pipeline.spec import load_spec, parse_spec

@@ -27,11 +27,12 @@ from sdc_tasks.evaluation.pairing import (
     record_count,
     with_nearest_original_ids,
 )
+from sdc_tasks.files import check_columns
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frame_moments, frames_moments
-from sdc_tasks.validation import check_columns, input_name, load_checked, numeric_columns
+from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
 FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
 
@@ -86,10 +87,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if pairing in ("nearest", "paper"):
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
-    check_columns(original, [id_col, *cols], "original file")
-    check_columns(masked, [id_col, *cols, *([weight] if weight else [])], "masked file")
+    check_columns(original.columns, [id_col, *cols], "original file")
+    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else [])], "masked file")
     if reference is not None:
-        check_columns(reference, categorical, "reference file")
+        check_columns(reference.columns, categorical, "reference file")
     pairs = paired(original, masked, id_col, cols).persist()
     n, n_masked, matched = (int(x) for x in dask.compute(record_count(original), record_count(masked),
                                                           record_count(pairs)))
@@ -123,8 +124,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
     check_options(families, pairing)
-    check_columns(original, [id_col, *variables, *key_vars], "original file")
-    check_columns(masked, [id_col, *variables, *key_vars], "masked file")
+    check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
+    check_columns(masked.columns, [id_col, *variables, *key_vars], "masked file")
     if pairing == "paper":
         m = frame_moments(original, variables)
         masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))

@@ -7,7 +7,9 @@ method; the stage builders are ``sdc_tasks.masking.apply``).
   ``sdc_tasks.masking.postmask_outcome``);
 - column adapters (``apply.ColumnKernel``): (values of one scope, ids, params, rng) -> masked values;
 - record adapters (``apply.RecordKernel``): (values, ids, params, context) -> masked values, the context
-  holding seed, step and the moments of the step input plus what the method's context hook adds.
+  holding seed, step and the moments of the step input plus what the method's context hook adds;
+- categorical methods (``apply.CategoryMethod``): the counts a method plans on, its plan and its mapping of a
+  partition's records (``sdc_tasks.masking.categorical``).
 """
 
 from __future__ import annotations
@@ -17,7 +19,19 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import BLOCK_COL, PROJ_COL
-from sdc_tasks.masking.apply import BlockStats, StepContext, original_columns, record_records
+from sdc_tasks.masking.apply import BlockStats, CategoryMethod, StepContext, original_columns, record_records
+from sdc_tasks.masking.categorical import (
+    bottom_coded,
+    coding_plan,
+    global_recoding_plan,
+    nullable_dtype,
+    pram_plan,
+    prammed,
+    recoded,
+    suppressed,
+    suppression_plan,
+    top_coded,
+)
 from sdc_tasks.masking.distribution import distribution_mask
 from sdc_tasks.masking.jpeg import jpeg_block
 from sdc_tasks.masking.md import md_microaggregate_block
@@ -162,3 +176,12 @@ def rescale_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: 
     none) that rescaling restores (pil_measures.txt sec. 5)."""
     ref = frame_moments(ctx.reference if ctx.reference is not None else ddf, variables)
     return {"ref_mean": ref.mean, "ref_var": ref.sd ** 2}
+
+
+# ---- categorical methods ----
+
+top_coding = CategoryMethod("values", coding_plan(top_coded), recoded)
+bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
+global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
+pram = CategoryMethod("values", pram_plan, prammed)
+local_suppression = CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype)

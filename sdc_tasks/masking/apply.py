@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
+from sdc_tasks.masking.registry import BlockPlan
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
@@ -71,15 +72,6 @@ def _positions_meta(variables: list[str]) -> pd.DataFrame:
 
 
 # ---- block stage (statistical_databases_survey.txt, Microaggregation: MDAV applied per block) ----
-
-
-@dataclass(frozen=True)
-class BlockPlan:
-    """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
-    ``zsum``: the sum of z-scores; ``id``: the record id) and the number of levels."""
-
-    axes: str = "principal"
-    levels: int = 2
 
 
 def _key_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,

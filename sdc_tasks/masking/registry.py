@@ -10,37 +10,6 @@ from typing import Any, Callable, Literal, Union, get_args, get_origin
 
 from pydantic import ValidationError
 
-from sdc_tasks.masking.adapters import (
-    distr_on_column,
-    jpeg_on_block,
-    md_on_block,
-    mdav_on_block,
-    mic_ir_on_column,
-    mic_optimal_on_column,
-    noise_context,
-    noise_on_records,
-    postmask_on_block,
-    projected_on_block,
-    rankswap_on_column,
-    resample_on_column,
-    rescale_context,
-    rescale_on_records,
-    synthetic_on_block,
-    vmdav_on_block,
-)
-from sdc_tasks.masking.apply import BlockPlan, CategoryMethod
-from sdc_tasks.masking.categorical import (
-    bottom_coded,
-    coding_plan,
-    global_recoding_plan,
-    nullable_dtype,
-    pram_plan,
-    prammed,
-    recoded,
-    suppressed,
-    suppression_plan,
-    top_coded,
-)
 from sdc_tasks.masking.jpeg import TILE_ROWS
 from sdc_tasks.masking.params import (
     CodingParams,
@@ -61,6 +30,16 @@ from sdc_tasks.masking.params import (
     UnivariateParams,
 )
 
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
+    ``zsum``: the sum of z-scores; ``id``: the record id) and the number of levels."""
+
+    axes: str = "principal"
+    levels: int = 2
+
+
 SHAPES = {
     "blocked": "per data-driven block: records sorted on a key computed from the data (principal axes, z-score "
                "sum or id) and cut into blocks",
@@ -75,16 +54,19 @@ class Method:
     """A registered masking method: adding one is a row here and a kernel (with its adapter).
 
     ``shape``: how it runs (``SHAPES``); its ``kind`` follows: "categorical" for the categorical shape,
-    "continuous" otherwise. ``kernel``: the adapter of its shape (``apply.BlockKernel``, ``ColumnKernel``,
-    ``RecordKernel``, or an ``apply.CategoryMethod``). ``summary``, ``source`` (the section of the source
+    "continuous" otherwise. ``kernel``: the name, in ``sdc_tasks.masking.adapters``, of the adapter of its shape
+    (``apply.BlockKernel``, ``ColumnKernel``, ``RecordKernel``, or an ``apply.CategoryMethod``), loaded by
+    :meth:`adapter` on first use, so that reading the registry (``sdc --help``, ``sdc validate``) imports no Dask
+    or kernel code. ``summary``, ``source`` (the section of the source
     paper it follows), ``example`` (small valid parameters, usable on a file of a few hundred records) and
     ``scaling`` (how it runs at scale) are what the catalogue and docs/methods.md show.
 
     Blocked methods: ``block``, how blocks are formed; ``unit_k``: blocks made of whole groups of k records;
     ``carries_original``: each record's original values travel beside the masked ones through the block
     stage; ``fixed_block_size``: records per block when the method fixes it (JPEG's tile) rather than the
-    ``block_size`` parameter. Record methods: ``record_context``, a hook adding what the kernel needs besides
-    the input's moments ((step input, variables, params, StepContext, context) -> dict).
+    ``block_size`` parameter. Record methods: ``record_context``, the name in ``adapters`` of a hook adding what
+    the kernel needs besides the input's moments ((step input, variables, params, StepContext, context) -> dict;
+    :meth:`context_hook`).
 
     Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
     figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that moves an already masked file toward the original records'
@@ -95,7 +77,7 @@ class Method:
     name: str
     params: type[Params]
     shape: Literal["blocked", "column", "record", "categorical"]
-    kernel: Callable | CategoryMethod
+    kernel: str
     summary: str
     source: str
     example: dict[str, Any]
@@ -104,7 +86,7 @@ class Method:
     unit_k: bool = False
     carries_original: bool = False
     fixed_block_size: int | None = None
-    record_context: Callable[..., dict] | None = None
+    record_context: str | None = None
     reports_outcome: bool = False
     after_masking: bool = False
     ordinal: bool = False
@@ -115,9 +97,21 @@ class Method:
         """The variables it masks: "categorical" or "continuous"."""
         return "categorical" if self.shape == "categorical" else "continuous"
 
+    def adapter(self) -> Any:
+        """The kernel adapter (or categorical method) that ``kernel`` names."""
+        from sdc_tasks.masking import adapters
+
+        return getattr(adapters, self.kernel)
+
+    def context_hook(self) -> Callable[..., dict] | None:
+        """The record-context hook that ``record_context`` names, None when it names none."""
+        from sdc_tasks.masking import adapters
+
+        return None if self.record_context is None else getattr(adapters, self.record_context)
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("mdav", MdavParams, "blocked", mdav_on_block,
+    Method("mdav", MdavParams, "blocked", "mdav_on_block",
            "MDAV fixed-size multivariate microaggregation: each pair of groups seeded by the record farthest "
            "from the average record and the record farthest from it",
            "statistical_databases_survey.txt, Microaggregation (MDAV)",
@@ -126,7 +120,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "on the second axis and cut into blocks; SSE/SST 1.022 x global MDAV at 1e5 "
            "(benchmarks/blocked_mdav_quality.py)",
            block=BlockPlan("principal", 2)),
-    Method("md", MdavParams, "blocked", md_on_block,
+    Method("md", MdavParams, "blocked", "md_on_block",
            "MD fixed-size multivariate microaggregation, MDAV's predecessor: each pair of groups seeded by the "
            "two most distant records left; the chapter's Mic2mul..Micmul (reproduces Table 1's IL and DLD, "
            "docs/reproduction.md)",
@@ -138,72 +132,72 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "about 11 CPU-minutes (MDAV: under 1): MD for the chapter's files and comparisons, MDAV for large "
            "releases",
            block=BlockPlan("principal", 2)),
-    Method("mdav_variable", MdavVariableParams, "blocked", vmdav_on_block,
+    Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
            "statistical_databases_survey.txt, Microaggregation (variable group size); Solanas and "
            "Martinez-Balleste 2006 (V-MDAV)",
            {"k": 3, "block_size": 100},
            "per block, as mdav",
            block=BlockPlan("principal", 2)),
-    Method("mic_ir", UnivariateParams, "column", mic_ir_on_column,
+    Method("mic_ir", UnivariateParams, "column", "mic_ir_on_column",
            "individual ranking microaggregation (MicIR): each variable sorted and cut into groups of k",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicIR k)",
            {"k": 3},
            "exact, one variable at a time"),
-    Method("mic_optimal", UnivariateParams, "column", mic_optimal_on_column,
+    Method("mic_optimal", UnivariateParams, "column", "mic_optimal_on_column",
            "optimal univariate microaggregation (Hansen-Mukherjee): least SSE groups of k..2k-1 per variable",
            "statistical_databases_survey.txt, Microaggregation (ref. [22], Hansen and Mukherjee 2003)",
            {"k": 3},
            "exact, one variable at a time"),
-    Method("mic_z", ProjectedParams, "blocked", projected_on_block,
+    Method("mic_z", ProjectedParams, "blocked", "projected_on_block",
            "microaggregation on the z-scores projection (MicZ): groups of k along the sum of z-scores",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicZ k)",
            {"k": 3, "block_size": 90},
            "blocks hold whole groups of k along the projection: equal to the whole-file method",
            block=BlockPlan("zsum", 1), unit_k=True),
-    Method("mic_pcp", ProjectedParams, "blocked", projected_on_block,
+    Method("mic_pcp", ProjectedParams, "blocked", "projected_on_block",
            "microaggregation on the first principal component (MicPCP): groups of k along its scores",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicPCP k)",
            {"k": 3, "block_size": 90},
            "as mic_z",
            block=BlockPlan("principal", 1), unit_k=True),
-    Method("rankswap", RankSwapParams, "column", rankswap_on_column,
+    Method("rankswap", RankSwapParams, "column", "rankswap_on_column",
            "rank swapping (Moore 1996): each value swapped with one at most p percent of the records away in rank",
            "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
            "swapping and rank swapping",
            {"p": 10},
            "exact, one variable at a time per scope"),
-    Method("noise", NoiseParams, "record", noise_on_records,
+    Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
            "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "
            "Additive noise",
            {"p": 0.1},
            "per record; draws keyed by (seed, step, variable, record id)",
-           record_context=noise_context),
-    Method("resample", ResampleParams, "column", resample_on_column,
+           record_context="noise_context"),
+    Method("resample", ResampleParams, "column", "resample_on_column",
            "resampling: the average of the order statistics of t samples drawn with replacement, rank preserving",
            "sdc_methods_comparison_chapter.txt sec. 2, Resampling",
            {"t": 3},
            "exact, one variable at a time"),
-    Method("rescale", NoParams, "record", rescale_on_records,
+    Method("rescale", NoParams, "record", "rescale_on_records",
            "rescaling to the original records' means and variances; a step after any method",
            "pil_measures.txt sec. 5 (the rescaling transformation)",
            {},
            "per record",
-           record_context=rescale_context, after_masking=True),
-    Method("distr", NoParams, "column", distr_on_column,
+           record_context="rescale_context", after_masking=True),
+    Method("distr", NoParams, "column", "distr_on_column",
            "data distortion by probability distribution: the best-fitting distribution per variable, rank "
            "preserving",
            "sdc_methods_comparison_chapter.txt sec. 2, Data distortion by probability distribution (Distr)",
            {},
            "one variable at a time"),
-    Method("jpeg", JpegParams, "blocked", jpeg_on_block,
+    Method("jpeg", JpegParams, "blocked", "jpeg_on_block",
            "lossy compression: the file as a greyscale image, JPEG at quality q",
            "sdc_methods_comparison_chapter.txt sec. 2, Lossy compression (JPEG q)",
            {"q": 50},
            "tiles of 65,496 records in id order",
            block=BlockPlan("id", 1), fixed_block_size=TILE_ROWS),
-    Method("postmask", PostMaskParams, "blocked", postmask_on_block,
+    Method("postmask", PostMaskParams, "blocked", "postmask_on_block",
            "post-masking optimization: hill climbing that restores the original's moments while holding IL1 "
            "near p x the input's; a step after any method",
            "post_masking_optimization.txt sec. 3.2 (Algorithm 1)",
@@ -212,37 +206,37 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "originals' moments; random streams keyed by (seed, step, block); the paper's open choices and "
            "Census figures: docs/postmask.md",
            block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True, after_masking=True),
-    Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", synthetic_on_block,
+    Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", "synthetic_on_block",
            "synthetic data: the post-masking hill climbing from a random start with q = 1",
            "post_masking_optimization.txt sec. 5 (Synthetic microdata generation)",
            {"p": 0.3, "target_e": 0.02, "max_iter": 5000},
            "as postmask",
            block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True),
     Method("top_coding", CodingParams, "categorical",
-           CategoryMethod("values", coding_plan(top_coded), recoded),
+           "top_coding",
            "top coding: the last p categories of an ordinal variable recoded into one",
            "sdc_methods_comparison_chapter.txt sec. 2, Top-coding",
            {"p": 2},
            "category order declared or the sorted values; mapping applied per partition", ordinal=True),
     Method("bottom_coding", CodingParams, "categorical",
-           CategoryMethod("values", coding_plan(bottom_coded), recoded),
+           "bottom_coding",
            "bottom coding: the first p categories of an ordinal variable recoded into one",
            "sdc_methods_comparison_chapter.txt sec. 2, Bottom-coding",
            {"p": 2},
            "category order declared or the sorted values; mapping applied per partition", ordinal=True),
     Method("global_recoding", GlobalRecodingParams, "categorical",
-           CategoryMethod("values", global_recoding_plan, recoded),
+           "global_recoding",
            "global recoding: the p lowest-frequency categories recoded into one, ties by category order",
            "sdc_methods_comparison_chapter.txt sec. 2, Global recoding",
            {"p": 2},
            "exact frequencies per scope by a Dask groupby tree reduction, then per partition"),
-    Method("pram", PramParams, "categorical", CategoryMethod("values", pram_plan, prammed),
+    Method("pram", PramParams, "categorical", "pram",
            "PRAM with the Kooiman et al. Markov matrix",
            "sdc_methods_comparison_chapter.txt sec. 2, Post-Randomization Method (PRAM)",
            {"theta": 0.5},
            "frequencies by tree reduction; per record, the draw keyed by (seed, step, variable, record id)"),
     Method("local_suppression", LocalSuppressionParams, "categorical",
-           CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype),
+           "local_suppression",
            "local suppression: key values set to missing until every combination of the keys occurs at least "
            "k times (greedy on the combination table; README, A release spec)",
            "statistical_databases_survey.txt, Local suppression; k-anonymity",

@@ -9,9 +9,8 @@ from typing import Any, Iterable, Literal, Mapping
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.errors import SpecError
-from sdc_tasks.io import input_format, yaml_document
+from sdc_tasks.files import input_format, yaml_document
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.metrics.catalogue import (
     CATEGORICAL_FAMILIES,
@@ -21,6 +20,7 @@ from sdc_tasks.metrics.catalogue import (
     gated_families,
     measure_of,
 )
+from sdc_tasks.tls import TlsFiles, check_tls_settings
 
 OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column

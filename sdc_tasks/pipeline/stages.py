@@ -15,7 +15,6 @@ from pathlib import Path
 
 import dask.dataframe as dd
 
-from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
@@ -24,6 +23,7 @@ from sdc_tasks.masking.methods import block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.methods import outcome_for
 from sdc_tasks.masking.registry import METHODS
+from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import fewest_records, load_checked
@@ -75,17 +75,6 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
                             roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
     return facts
-
-
-def check_roles(columns, spec: ReleaseSpec, what: str) -> None:
-    """Raise InputError naming the columns of the input the spec gives no role (they would be published as they
-    are) and how to give them one."""
-    loose = [c for c in columns if c not in spec.column_accounting()]
-    if loose:
-        raise InputError(f"{what}: column{'s' if len(loose) > 1 else ''} {', '.join(map(repr, loose))} "
-                         f"{'have' if len(loose) > 1 else 'has'} no role in the spec: list each under variables "
-                         "(continuous or categorical to mask it, pass_through to publish it unchanged, drop or "
-                         "direct_identifiers to leave it out)")
 
 
 def original_records(spec: ReleaseSpec, checkpoint: Path) -> dd.DataFrame:
