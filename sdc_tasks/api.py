@@ -30,10 +30,11 @@ from sdc_tasks.arguments import (
     checked_params,
     column_names,
     dask_frame,
-    is_csv,
     is_path,
+    is_single_file,
     output_of,
     source_of,
+    write_single_file,
 )
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
@@ -43,7 +44,7 @@ from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
-from sdc_tasks.masking.registry import METHODS, method_catalogue
+from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
@@ -74,7 +75,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
     """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
     method ran in and the role of every column (``sdc mask`` reports both)."""
     params = checked_params(method, dict(params))
-    variables = column_names(vars)
+    variables = column_names(vars) or ruled_variables(params)
     check_roles(method, variables, id_column, strata, original)
     orders = checked_orders(ordinal)
     check_kind(data, "data")
@@ -98,8 +99,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
-        if target is not None and is_csv(out):
-            staged.frame.compute().to_csv(target, index=False)
+        if target is not None and is_single_file(out):
+            write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:
             write_parquet(staged.frame, target)
         if isinstance(data, pd.DataFrame):

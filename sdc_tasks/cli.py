@@ -308,7 +308,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
 
 @app.command("mask")
-def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
+def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPSS, Stata or SAS)"),
              method: str = typer.Option(..., help=method_help()),
              param: list[str] = typer.Option([], help=param_help()),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated, never the id or "
@@ -321,7 +321,9 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
              seed: int = typer.Option(0, help="random seed"),
              id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
              strata: Optional[str] = typer.Option(None, help="mask within each value of this column"),
-             out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv file"),
+             out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv, SPSS .sav, Stata "
+                                      ".dta or SAS transport .xpt file (value labels of an SPSS/Stata input "
+                                      "kept where the codes are)"),
              overwrite: bool = typer.Option(False, help="replace an existing output (a directory only if sdc wrote "
                                             "it)"),
              original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "

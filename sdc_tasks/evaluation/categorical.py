@@ -28,6 +28,7 @@ from sdc_tasks.metrics.categorical_risk import (
     kanonymity,
     risk_measures,
 )
+from sdc_tasks.metrics.suda import suda_measures
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import tree_merge
 
@@ -147,3 +148,17 @@ def _cat_risk_finish(results: dict, ctx: CategoricalContext) -> dict:
 
 
 CAT_RISK = Family("cat_risk", _cat_risk_tasks, _cat_risk_finish)
+
+
+def _suda_tasks(ctx: CategoricalContext) -> dict:
+    """Key-combination counts of the masked file, tree-merged."""
+    return {"combos": tree_merge([dask.delayed(combination_counts)(p, ctx.keys, ctx.text)
+                                  for p in ctx.masked[ctx.keys].to_delayed()], add_combinations)}
+
+
+def _suda_finish(results: dict, ctx: CategoricalContext) -> dict:
+    """Special uniques of the masked file on the categorical keys (suda.suda_measures)."""
+    return suda_measures(results["combos"], ctx.keys)
+
+
+SUDA = Family("suda", _suda_tasks, _suda_finish)

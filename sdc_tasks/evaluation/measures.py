@@ -9,13 +9,14 @@ pairs the records and sketches the moments once, and loops over the requested fa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import dask
 import dask.dataframe as dd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, CategoricalContext, check_categorical
+from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, SUDA, CategoricalContext, check_categorical
 from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
@@ -34,7 +35,7 @@ from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frame_moments, frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
-FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
+FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK, SUDA)}
 
 
 PAIRINGS = ("auto", "id", "nearest", "paper")
@@ -64,7 +65,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
-             reference: dd.DataFrame | None = None) -> dict:
+             reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -72,8 +73,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     indiv_risk_*) on the categorical key variables (:func:`categorical_keys`); docs/categorical.md.
 
     ``ordinal``: category order of each ordinal categorical variable (others are nominal); ``reference``: the
-    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original). Categorical measures pair
-    records by id."""
+    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original); ``intruder_original``: the
+    original as an intruder sees it through the release's published recodes (its keys recoded by the same
+    rules), which ``cat_risk`` links the masked records to (default: the original; ``cat_il`` always measures
+    against the original). Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
@@ -99,7 +102,12 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
                          f"{id_col!r} (categorical measures pair records by id)")
     out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
     ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked)
-    out.update(family_measures(_units(cat_families), ctx))
+    seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
+    out.update(family_measures(_units(tuple(f for f in cat_families
+                                            if not (seen_through_recodes and f == "cat_risk"))), ctx))
+    if seen_through_recodes:
+        seen = paired(intruder_original, masked, id_col, cols).persist()
+        out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
     return finite_metrics(out)
 
 

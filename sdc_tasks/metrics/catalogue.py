@@ -60,6 +60,7 @@ CATEGORICAL = "categorical"
 
 OPEN = math.inf
 CHAPTER = "sdc_methods_comparison_chapter.txt"
+SUDA = "Elliot et al. (SUDA); Manning et al. 2008 (SUDA2); sdcMicro suda2"
 SURVEY_IL = "statistical_databases_survey.txt, Information loss measures for numerical data"
 PIL_SOURCE = "pil_measures.txt"
 DOCS = "docs/metrics.md"
@@ -114,6 +115,9 @@ FAMILY_ROWS: tuple[MetricFamily, ...] = (
                  "categorical information loss: Dist, CTBIL, ACTBIL, EBIL, PRIL"),
     MetricFamily("cat_risk", GROUP_DR, CATEGORICAL, False,
                  "categorical disclosure risk: k-anonymity, sample uniques, individual risk, PLD_cat"),
+    MetricFamily("suda", GROUP_DR, CATEGORICAL, False,
+                 "special uniques (SUDA2): records with a minimal sample unique, SUDA and DIS scores, key "
+                 "contributions"),
 )
 
 FAMILIES = tuple(f.name for f in FAMILY_ROWS)
@@ -255,6 +259,16 @@ MEASURES: tuple[Measure, ...] = (
          range=(0.0, 100.0), source="sdcMicro indivRisk (Benedetti and Franconi)"),
     _row("PLD_cat", "cat_risk", "Probabilistic linkage on the categorical keys: masked records correctly paired",
          PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3, 5 (Jaro 1989)"),
+    _row("suda_special_uniques", "suda", "Categorical keys: records with a minimal sample unique (SUDA2)", RECORDS,
+         source=SUDA),
+    _row("suda_score_max", "suda", "Largest SUDA score: sum over a record's minimal sample uniques of (M - size)!",
+         UNITLESS, source=SUDA),
+    _row("suda_score_mean", "suda", "Mean SUDA score over the records", UNITLESS, source=SUDA),
+    _row("dis_suda_max", "suda", "Largest DIS score (the probability that a unique match is correct, by SUDA "
+         "score)", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("dis_suda_mean", "suda", "Mean DIS score over the records", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("suda_contribution_<key>", "suda", "A key's share of the file's SUDA scores (of the MSUs holding it)",
+         PERCENT, range=(0.0, 100.0), source=SUDA, pattern=r"suda_contribution_(.+)"),
     _row("risk", COMPARISON, "Risk axis of a method comparison: 0.25 DLD + 0.25 PLD + 0.5 ID (PLD_cat for a "
          "categorical configuration)", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 4", group=GROUP_DR),
     _row("score", SCORE, "0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID", PERCENT, source=f"{CHAPTER} sec. 4",

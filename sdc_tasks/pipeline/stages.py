@@ -18,8 +18,8 @@ import dask.dataframe as dd
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
-from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import block_for, mask_for
+from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.methods import outcome_for
 from sdc_tasks.masking.registry import METHODS
@@ -66,7 +66,7 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input.format)
+    source = read_input(spec.input_path, spec.input.format, labels=spec.input.value_labels == "labels")
     check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
@@ -153,11 +153,29 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     original = original_records(spec, paths.checkpoint)
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
+    seen = intruder_view(spec, original)
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
+
+
+def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
+    """The original as an intruder sees it through the release's published recodes: the spec's ``recode`` steps
+    (deterministic rules, documented with the release) applied to it in order, so that its keys and the masked
+    file's are in the same categories for linkage; None when the spec has no recode step. Keep the result alive
+    until its frame is computed (it pins its scratch files)."""
+    steps = [i for i, s in enumerate(spec.steps) if s.method == "recode"]
+    if not steps:
+        return None
+    frame, pinned = original, []
+    for i in steps:
+        staged = apply_step(frame, "recode", spec.step_variables(i), spec.steps[i].params,
+                            StepContext(spec.seed, i, spec.id_column, spec.variables.strata))
+        frame = staged.frame
+        pinned.append(staged)
+    return Staged(frame, 0, tuple(pinned))
 
 
 def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
