@@ -19,9 +19,8 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import apply_step, block_for, mask_for
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for, outcome_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
-from sdc_tasks.masking.methods import outcome_for
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
