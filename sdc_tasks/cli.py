@@ -276,6 +276,10 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                    "order, VAR=c1,c2,... (repeatable; others are nominal)"),
                  weight: Optional[str] = typer.Option(None, help="sampling weight column of the masked file "
                                                       "(individual risk)"),
+                 sensitive: Optional[str] = typer.Option(None, help="sensitive variables of the ldiversity family, "
+                                                         "comma-separated (none a key)"),
+                 household: Optional[str] = typer.Option(None, help="household id column of the masked file: with "
+                                                         "--weight, cat_risk adds the household risk"),
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id, nearest (synthetic or re-sized files) or "
                                              "paper (each masked record stands for its nearest original in IL1, "
@@ -300,7 +304,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
-                           reference=reference)
+                           reference=reference, sensitive=_split(sensitive), household=household)
         text = json_text(dict(metrics))
         if tmp_file:
             tmp_file.write_text(text + "\n")

@@ -282,4 +282,6 @@ def test_mask_help_and_methods_doc_list_every_accepted_parameter():
         assert set(by_method.get(name, [])) == accepted, name
         section = docs[docs.index(f"## `{name}`"):]
         section = section[:section.index("\nExample:")]
-        assert {row.split("`")[1] for row in section.splitlines() if row.startswith("| `")} == accepted, name
+        rows = section.split("| parameter | type | default | bounds | description |\n|---|---|---|---|---|\n")
+        table = rows[1].split("\n\n")[0] if len(rows) > 1 else ""
+        assert {row.split("`")[1] for row in table.splitlines()} == accepted, name

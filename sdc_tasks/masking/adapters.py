@@ -196,5 +196,11 @@ top_coding = CategoryMethod("values", coding_plan(top_coded), recoded)
 bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
 global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
 pram = CategoryMethod("values", pram_plan, prammed)
-local_suppression = CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype)
+def suppression_counts(params: dict) -> str:
+    """What local suppression plans on: the first k records of each key combination (missing: any) or the
+    combination table (missing: category)."""
+    return "first_records" if params["missing"] == "any" else "combinations"
+
+
+local_suppression = CategoryMethod(suppression_counts, suppression_plan, suppressed, masked_dtype=nullable_dtype)
 recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)

@@ -140,6 +140,19 @@ class LocalSuppressionParams(Params):
     suppression; k-anonymity)."""
 
     k: int = Field(ge=2, le=LARGEST_K, description="every combination of the key variables must occur at least k times")
+    missing: Literal["any", "category"] = Field(
+        default="any", description="a suppressed value matches any value (sdcMicro's and mu-Argus' convention; the "
+        "procedure of sdcMicro's kAnon) or is a category of its own (a greedy on the key combinations)")
+    importance: list[str] | None = Field(default=None, description="the keys from the most to the least important "
+                                         "(the least important lose values first; default: fewer categories first)")
+    never: list[str] = Field(default_factory=list, description="keys that never lose a value")
+
+    @model_validator(mode="after")
+    def _ordered_only_with_any(self) -> "LocalSuppressionParams":
+        """importance and never go with missing: any."""
+        if self.missing == "category" and (self.importance is not None or self.never):
+            raise ValueError("importance and never go with missing: any")
+        return self
 
 
 def category_text(value: Any) -> str:

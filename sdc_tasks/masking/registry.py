@@ -409,7 +409,8 @@ def _bounds(model: type[Params], name: str) -> str:
 def param_infos(method: str) -> list[ParamInfo]:
     """The parameters of a registered method, in the order of its model."""
     model = METHODS[method].params
-    return [ParamInfo(name, _type_name(f.annotation), None if f.is_required() else f.default, f.is_required(),
+    return [ParamInfo(name, _type_name(f.annotation),
+                      None if f.is_required() else f.get_default(call_default_factory=True), f.is_required(),
                       f.description or "", _bounds(model, name)) for name, f in model.model_fields.items()]
 
 
