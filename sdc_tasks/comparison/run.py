@@ -437,7 +437,7 @@ def parse_limits(pairs: list[str]) -> dict[str, float]:
         key = MEASURE_ALIASES.get(name.strip(), name.strip())
         if not sep or not key:
             raise InputError(f"--max {pair!r} must look like MEASURE=LIMIT (e.g. DLD=10)")
-        if key != "risk" and gated_families(key) is None:
+        if key != "risk" and (gated_families(key) is None or gated_families(key) == ()):
             raise InputError(f"--max {pair!r}: unknown measure {key!r}, or one a maximum cannot limit (use a "
                              "metrics.json key where lower is better, such as DLD, PLD, ID, IL, PIL, score or risk; "
                              "docs/metrics.md)")
