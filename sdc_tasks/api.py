@@ -30,10 +30,11 @@ from sdc_tasks.arguments import (
     checked_params,
     column_names,
     dask_frame,
-    is_csv,
     is_path,
+    is_single_file,
     output_of,
     source_of,
+    write_single_file,
 )
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
@@ -42,6 +43,7 @@ from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
 from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
@@ -56,12 +58,14 @@ Data = pd.DataFrame | dd.DataFrame | PathLike
 @dataclass(frozen=True)
 class MaskResult:
     """What :func:`masked` did: the masked data (the kind :func:`mask` returns), the number of blocks or scopes
-    the method ran in, and what became of each column (``{"AGI": "masked", "REGION": "passed_through",
-    "record_id": "id"}``)."""
+    the method ran in, what became of each column (``{"AGI": "masked", "REGION": "passed_through",
+    "record_id": "id"}``) and, for postmask and synthetic_postmask, what the step reached (E before and after,
+    TargetE, IL1 ratio, tries, whether TargetE was met: ``sdc_tasks.masking.postmask_outcome``)."""
 
     data: pd.DataFrame | dd.DataFrame | Path
     blocks: int
     columns: dict[str, str]
+    outcome: PostMaskOutcome | None = None
 
 
 def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,
@@ -95,8 +99,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
-        if target is not None and is_csv(out):
-            staged.frame.compute().to_csv(target, index=False)
+        if target is not None and is_single_file(out):
+            write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:
             write_parquet(staged.frame, target)
         if isinstance(data, pd.DataFrame):
@@ -107,7 +111,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
                 wait(result)
     if not isinstance(data, pd.DataFrame) and not lazy:
         result = Path(out) if is_path(data) else read_table(out)
-    return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata))
+    return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata),
+                      staged.outcome)
 
 
 def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, seed: int = 0,
@@ -190,7 +195,8 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
              key_vars: str | Sequence[str] | None = None, families: Sequence[str] | None = None,
              id_column: str = "record_id", pairing: str = "auto", categorical: str | Sequence[str] | None = None,
              ordinal: Mapping[str, Sequence] | None = None, weight: str | None = None, reference: Data | None = None,
-             client: Any = None, workers: int | None = None) -> Metrics:
+             sensitive: str | Sequence[str] | None = None, household: str | None = None, client: Any = None,
+             workers: int | None = None) -> Metrics:
     """Measure the information loss and disclosure risk of masked records against the originals, as
     ``sdc evaluate`` does (the same metrics.json keys and values).
 
@@ -208,12 +214,14 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
     key_vars : str or list of str, optional
         The intruder's key variables in order (default: the first seven variables).
     families : list of str, optional
-        Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk).
+        Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk, suda,
+        ldiversity).
     id_column : str, default "record_id"
         The column pairing the records.
-    pairing : {"auto", "id", "nearest"}, default "auto"
+    pairing : {"auto", "id", "nearest", "paper"}, default "auto"
         Pair by id, by nearest original record (synthetic or re-sized files), or by id when every masked id is
-        found.
+        found; "paper": post_masking_optimization.txt sec. 2's setup, each masked record standing for its
+        nearest original record c(i) in IL1, ID and the linkage measures (docs/postmask.md).
     categorical : str or list of str, optional
         Categorical variables (codes or text) of cat_il and cat_risk.
     ordinal : dict, optional
@@ -222,6 +230,11 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         Sampling weight column of the masked data (individual risk).
     reference : DataFrame or path, optional
         Reference records for EBIL_RF and PRIL_RF.
+    sensitive : str or list of str, optional
+        Sensitive variables of the ldiversity family (l-diversity and t-closeness within the key combinations).
+    household : str, optional
+        Household id column of the masked data: with ``weight``, cat_risk adds the household risk (the probability
+        that at least one member is re-identified, as sdcMicro's measure_risk with hid).
     client, workers : distributed.Client, int, optional
         Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
         the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
@@ -255,7 +268,7 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         values = evaluate_paths(sources[0], sources[1], id_column, column_names(vars), column_names(key_vars),
                                 DEFAULT_FAMILIES if families is None else tuple(column_names(families) or ()), pairing,
                                 categorical=column_names(categorical), ordinal=checked_orders(ordinal), weight=weight,
-                                reference=sources[2])
+                                reference=sources[2], sensitive=column_names(sensitive), household=household)
     return Metrics(values)
 
 

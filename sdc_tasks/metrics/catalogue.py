@@ -52,12 +52,17 @@ SCORE = "score"
 DIAGNOSTIC = "diagnostic"
 BOOKKEEPING = "bookkeeping"
 COMPARISON = "comparison"
+POSTMASK = "postmask"  # what a post-masking step reached (sdc_tasks.masking.postmask_outcome)
+POSTMASK_SOURCE = "post_masking_optimization.txt sec. 3 (docs/postmask.md)"
 
 CONTINUOUS = "continuous"
 CATEGORICAL = "categorical"
 
 OPEN = math.inf
 CHAPTER = "sdc_methods_comparison_chapter.txt"
+SUDA = "Elliot et al. (SUDA); Manning et al. 2008 (SUDA2); sdcMicro suda2"
+LDIV = "Machanavajjhala et al. 2007 (l-diversity); sdcMicro ldiversity"
+HOUSEHOLD = "sdcMicro measure_risk with hid (hierarchical risk)"
 SURVEY_IL = "statistical_databases_survey.txt, Information loss measures for numerical data"
 PIL_SOURCE = "pil_measures.txt"
 DOCS = "docs/metrics.md"
@@ -112,11 +117,20 @@ FAMILY_ROWS: tuple[MetricFamily, ...] = (
                  "categorical information loss: Dist, CTBIL, ACTBIL, EBIL, PRIL"),
     MetricFamily("cat_risk", GROUP_DR, CATEGORICAL, False,
                  "categorical disclosure risk: k-anonymity, sample uniques, individual risk, PLD_cat"),
+    MetricFamily("ldiversity", GROUP_DR, CATEGORICAL, False,
+                 "l-diversity (distinct, entropy) and t-closeness of sensitive variables within the key "
+                 "combinations"),
+    MetricFamily("suda", GROUP_DR, CATEGORICAL, False,
+                 "special uniques (SUDA2): records with a minimal sample unique, SUDA and DIS scores, key "
+                 "contributions"),
 )
 
 FAMILIES = tuple(f.name for f in FAMILY_ROWS)
 DEFAULT_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.default)
 CATEGORICAL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.kind == CATEGORICAL)
+DEFAULT_CATEGORICAL_FAMILIES = ("cat_il", "cat_risk")
+"""What a release spec with categorical variables computes unless its metrics say otherwise (suda and
+ldiversity are asked for)."""
 IL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_IL)
 RISK_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_DR)
 
@@ -253,6 +267,37 @@ MEASURES: tuple[Measure, ...] = (
          range=(0.0, 100.0), source="sdcMicro indivRisk (Benedetti and Franconi)"),
     _row("PLD_cat", "cat_risk", "Probabilistic linkage on the categorical keys: masked records correctly paired",
          PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3, 5 (Jaro 1989)"),
+    _row("global_risk_percent", "cat_risk", "Expected re-identifications in percent of the records (sdcMicro's "
+         "global risk)", PERCENT, range=(0.0, 100.0), source="sdcMicro measure_risk (Benedetti and Franconi)"),
+    _row("household_expected_reidentifications", "cat_risk", "Sum over persons of their household's risk, 1 - "
+         "prod(1 - r_i) over its members (sdcMicro's hier_risk_ER)", RECORDS, source=HOUSEHOLD),
+    _row("household_risk_percent", "cat_risk", "household_expected_reidentifications in percent of the persons "
+         "(sdcMicro's hier_risk_pct)", PERCENT, range=(0.0, 100.0), source=HOUSEHOLD),
+    _row("household_risk_max", "cat_risk", "Largest household risk", FRACTION, range=(0.0, 1.0), source=HOUSEHOLD),
+    _row("households_risk_above_0.1", "cat_risk", "Households with a risk above 0.1", PERCENT, range=(0.0, 100.0),
+         source=HOUSEHOLD),
+    _row("ldiversity_distinct_min_<var>", "ldiversity", "Smallest number of distinct values of a sensitive "
+         "variable in a key combination (distinct l-diversity)", COUNT, HIGHER, source=LDIV,
+         pattern=r"ldiversity_distinct_min_(.+)"),
+    _row("ldiversity_entropy_min_<var>", "ldiversity", "Smallest exp(entropy) of a sensitive variable in a key "
+         "combination (entropy l-diversity)", UNITLESS, HIGHER, range=(1.0, OPEN), source=LDIV,
+         pattern=r"ldiversity_entropy_min_(.+)"),
+    _row("ldiversity_records_below_2_<var>", "ldiversity", "Records whose key combination holds one value of a "
+         "sensitive variable (disclosed by the keys)", RECORDS, source=LDIV,
+         pattern=r"ldiversity_records_below_2_(.+)"),
+    _row("tcloseness_<var>", "ldiversity", "Largest Earth Mover's Distance between a key combination's distribution "
+         "of a sensitive variable and the file's (t-closeness)", FRACTION, range=(0.0, 1.0),
+         source="Li, Li and Venkatasubramanian 2007 (t-closeness)", pattern=r"tcloseness_(.+)"),
+    _row("suda_special_uniques", "suda", "Categorical keys: records with a minimal sample unique (SUDA2)", RECORDS,
+         source=SUDA),
+    _row("suda_score_max", "suda", "Largest SUDA score: sum over a record's minimal sample uniques of (M - size)!",
+         UNITLESS, source=SUDA),
+    _row("suda_score_mean", "suda", "Mean SUDA score over the records", UNITLESS, source=SUDA),
+    _row("dis_suda_max", "suda", "Largest DIS score (the probability that a unique match is correct, by SUDA "
+         "score)", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("dis_suda_mean", "suda", "Mean DIS score over the records", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("suda_contribution_<key>", "suda", "A key's share of the file's SUDA scores (of the MSUs holding it)",
+         PERCENT, range=(0.0, 100.0), source=SUDA, pattern=r"suda_contribution_(.+)"),
     _row("risk", COMPARISON, "Risk axis of a method comparison: 0.25 DLD + 0.25 PLD + 0.5 ID (PLD_cat for a "
          "categorical configuration)", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 4", group=GROUP_DR),
     _row("score", SCORE, "0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID", PERCENT, source=f"{CHAPTER} sec. 4",
@@ -286,12 +331,28 @@ MEASURES: tuple[Measure, ...] = (
          COUNT, NEUTRAL, group=GROUP_OTHER, pattern=r"(\w+)_undefined_terms"),
     _row("<key>_not_finite", DIAGNOSTIC, "1 when {i} is left out: its value is not finite (beyond the float range)",
          FLAG, NEUTRAL, range=(1.0, 1.0), group=GROUP_OTHER, pattern=r"(\w+)_not_finite"),
+    _row("postmask_E_before", POSTMASK, "Post-masking: moment error E (expr. (7), standardized variables) of the "
+         "step's input against the original records (over blocks: record-weighted mean)", UNITLESS, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_E_after", POSTMASK, "Post-masking: moment error E of the step's output (over blocks: "
+         "record-weighted mean, an upper bound of the file's E)", UNITLESS, source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_target_E", POSTMASK, "Post-masking: TargetE, the E the step stops below", UNITLESS, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_IL1_ratio", POSTMASK, "Post-masking: IL1 (expr. (6)) after / before the step; within 1 % of p "
+         "when the band of expr. (8) holds", UNITLESS, NEUTRAL, source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_iterations", POSTMASK, "Post-masking: perturbations tried, all blocks", COUNT, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_target_met", POSTMASK, "Post-masking: 1 when every block reached E < TargetE, 0 when max_iter "
+         "stopped a block first", FLAG, HIGHER, range=(0.0, 1.0), source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_blocks_short", POSTMASK, "Post-masking: blocks whose E stayed at or above TargetE (every "
+         "post-masking step of the release); gate it at 0 to refuse such a release", COUNT,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
     _row("n", BOOKKEEPING, "Records of the original file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("n_masked", BOOKKEEPING, "Records of the masked file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("p", BOOKKEEPING, "Continuous variables evaluated", COUNT, NEUTRAL, group=GROUP_OTHER),
     _row("key_vars", BOOKKEEPING, "Key variables of the linkage measures, in order", NAMES, NEUTRAL, None,
          group=GROUP_OTHER),
-    _row("pairing", BOOKKEEPING, "How the records were paired: id or nearest", TEXT, NEUTRAL, None,
+    _row("pairing", BOOKKEEPING, "How the records were paired: id, nearest or paper", TEXT, NEUTRAL, None,
          group=GROUP_OTHER),
     _row("categorical", BOOKKEEPING, "Categorical variables evaluated", NAMES, NEUTRAL, None, group=GROUP_OTHER),
     _row("categorical_keys", BOOKKEEPING, "Key variables of the categorical risk measures, in order", NAMES, NEUTRAL,
@@ -343,8 +404,9 @@ def key_order(key: str) -> tuple[int, int, int, str]:
 
 
 def gated_families(key: str) -> tuple[str, ...] | None:
-    """The metric families a release gate on ``key`` needs computed; None when ``key`` is no measure a maximum can
-    limit (unknown, bookkeeping, a diagnostic count, or a measure where higher is better)."""
+    """The metric families a release gate on ``key`` needs computed (none for a post-masking key, which needs a
+    post-masking step); None when ``key`` is no measure a maximum can limit (unknown, bookkeeping, a diagnostic
+    count, or a measure where higher is better)."""
     try:
         measure = measure_of(key)
     except KeyError:
@@ -353,6 +415,8 @@ def gated_families(key: str) -> tuple[str, ...] | None:
         return None
     if measure.family == SCORE:
         return tuple(dict.fromkeys(measure_of(k).family for k in _SCORE_INPUTS[key]))
+    if measure.family == POSTMASK:
+        return ()  # reported by a post-masking step, not by a metric family
     return (measure.family,) if measure.family in FAMILIES else None
 
 

@@ -19,13 +19,13 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import apply_step, block_for, mask_for
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for, outcome_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
-from sdc_tasks.validation import fewest_records, load_checked
+from sdc_tasks.validation import check_households, fewest_records, load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
@@ -65,14 +65,17 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input.format)
+    source = read_input(spec.input_path, spec.input.format, labels=spec.input.value_labels == "labels")
     check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
-    _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
-                            roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
+    checked, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id,
+                                  named, roles.strata, group_sizes, source=source, checkpoint=checkpoint,
+                                  weight=roles.weight)
+    if spec.households is not None:
+        check_households(checked, spec.households.id, spec.households.variables, what)
     return facts
 
 
@@ -122,13 +125,16 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
-    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts)."""
+    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
+    for a post-masking step, what it reached (``PostMaskOutcome.as_dict``; None otherwise)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
     frame = read_table(paths.work(i) / "blocks", "parquet") if blocked else source
     write_parquet(mask_for(method, frame, variables, params, ctx), paths.work(i) / "masked-values")
-    return {"blocks": None if blocked else scope_count(source, ctx)}
+    outcome = outcome_for(method, params, paths.work(i) / "masked-values")
+    return {"blocks": None if blocked else scope_count(source, ctx),
+            "outcome": None if outcome is None else outcome.as_dict()}
 
 
 def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
@@ -150,10 +156,14 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
     seen = intruder_view(spec, original)
+    household = spec.households.id if spec.households is not None else None
+    if household is not None and household not in masked.columns:  # left out of the release: joined back by id
+        masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left")
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight, intruder_original=seen.frame if seen else None)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None,
+                       sensitive=list(roles.sensitive), household=household)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
