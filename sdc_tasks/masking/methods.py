@@ -55,7 +55,7 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
         extra = A.original_context(source, variables, ctx) if row.carries_original else {}
         return A.blocked_records(source, variables, {**params, **extra}, ctx, row.kernel)
     if row.shape == "column":
-        return A.column_records(source, variables, params, ctx, row.kernel)
+        return A.column_records(source, variables, params, ctx, row.kernel, row.fold)
     if row.shape == "categorical":
         return A.category_records(source, variables, params, ctx, row.kernel)
     return A.record_records(source, variables, params, ctx, row.kernel,

@@ -21,6 +21,7 @@ from sdc_tasks.masking.adapters import (
     noise_on_records,
     postmask_on_block,
     projected_on_block,
+    rankswap_fold,
     rankswap_on_column,
     resample_on_column,
     rescale_context,
@@ -86,6 +87,9 @@ class Method:
     ``block_size`` parameter. Record methods: ``record_context``, a hook adding what the kernel needs besides
     the input's moments ((step input, variables, params, StepContext, context) -> dict).
 
+    Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
+    state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
+
     Flags: ``after_masking``, a step that moves an already masked file toward the original records'
     statistics, so it needs those records (a release's input, or ``sdc mask --original``); ``ordinal``, a
     categorical method that needs an order of the categories; ``on_keys``, a method whose variables default
@@ -104,6 +108,7 @@ class Method:
     carries_original: bool = False
     fixed_block_size: int | None = None
     record_context: Callable[..., dict] | None = None
+    fold: Callable | None = None
     after_masking: bool = False
     ordinal: bool = False
     on_keys: bool = False
@@ -170,7 +175,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
            "swapping and rank swapping",
            {"p": 10},
-           "exact, one variable at a time per scope"),
+           "exact, one variable at a time per scope; from 2,000,000 records a fold over the variable's "
+           "rank-ordered partitions (an exact distributed sort by stratum, value and id, then a chain of tasks "
+           "each carrying the next P ranks' state), so no task holds the column",
+           fold=rankswap_fold),
     Method("noise", NoiseParams, "record", noise_on_records,
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
            "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "
