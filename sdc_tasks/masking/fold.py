@@ -18,8 +18,9 @@ Per variable:
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 import dask
 import dask.dataframe as dd
@@ -80,10 +81,11 @@ def _sort_keys(part: pd.DataFrame, offset: int, var: str, id_col: str, strata: s
                          POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
 
 
-def _key_order(keys: pd.DataFrame, id_col: str, extra: tuple = ()) -> np.ndarray:
-    """Row order of ``keys`` by (scope, value, id, position), then by ``extra`` keys."""
-    return np.lexsort((*extra, keys[POS_COL].to_numpy(), keys[id_col].to_numpy(), keys[VALUE_COL].to_numpy(),
-                       keys[SCOPE_COL].to_numpy()))
+def _key_order(keys: pd.DataFrame, id_col: str, stratified: bool, extra: tuple = ()) -> np.ndarray:
+    """Row order of ``keys`` by (scope, value, id, position), then by ``extra`` keys (the scope left out when
+    there is one)."""
+    scope = (keys[SCOPE_COL].to_numpy(),) if stratified else ()
+    return np.lexsort((*extra, keys[POS_COL].to_numpy(), keys[id_col].to_numpy(), keys[VALUE_COL].to_numpy(), *scope))
 
 
 def _key_sample(keys: pd.DataFrame, stride: int) -> pd.DataFrame:
@@ -92,19 +94,19 @@ def _key_sample(keys: pd.DataFrame, stride: int) -> pd.DataFrame:
     return keys[keys[POS_COL].to_numpy() % stride == 0]
 
 
-def _splitters(samples: list[pd.DataFrame], count: int, id_col: str) -> pd.DataFrame:
+def _splitters(samples: list[pd.DataFrame], count: int, id_col: str, stratified: bool) -> pd.DataFrame:
     """``count - 1`` keys cutting the sorted sample into ``count`` equal runs: the bounds of the rank-ordered
     partitions."""
     sample = pd.concat(samples, ignore_index=True)
-    sample = sample.iloc[_key_order(sample, id_col)].reset_index(drop=True)
+    sample = sample.iloc[_key_order(sample, id_col, stratified)].reset_index(drop=True)
     return sample.iloc[[k * len(sample) // count for k in range(1, count)]].reset_index(drop=True)
 
 
-def _with_range(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str) -> pd.DataFrame:
+def _with_range(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataFrame:
     """``keys`` with each record's rank-ordered partition: the number of splitters at or below its key."""
     both = pd.concat([splitters, keys], ignore_index=True)
     is_key = np.r_[np.zeros(len(splitters), np.int64), np.ones(len(keys), np.int64)]
-    order = _key_order(both, id_col, (is_key,))
+    order = _key_order(both, id_col, stratified, (is_key,))
     below = np.cumsum(order < len(splitters))
     out = keys.copy()
     out[RANGE_COL] = np.zeros(len(keys), np.int64)
@@ -113,10 +115,10 @@ def _with_range(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str) -> pd.
     return out
 
 
-def _rank_ordered(part: pd.DataFrame, id_col: str) -> pd.DataFrame:
+def _rank_ordered(part: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataFrame:
     """One rank-ordered partition's keys, sorted by (scope, value, id, position)."""
     part = part.reset_index(drop=True)
-    return part.iloc[_key_order(part, id_col)].reset_index(drop=True)
+    return part.iloc[_key_order(part, id_col, stratified)].reset_index(drop=True)
 
 
 def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes: np.ndarray, labels: list,
@@ -162,15 +164,15 @@ def _folded_column(keys: list, samples: list[pd.DataFrame], key_meta: pd.DataFra
                    var: str, id_col: str, fold: ColumnFold, params: dict, seed: int, step: int, stratified: bool,
                    offsets: np.ndarray) -> list:
     """Delayed frames of (position, masked value) of one variable, one per input partition (rows in any order)."""
-    splitters = _splitters(samples, count, id_col)
-    ranged = [dask.delayed(_with_range)(k, splitters, id_col) for k in keys]
-    meta = _with_range(key_meta, splitters.iloc[:0], id_col)
+    splitters = _splitters(samples, count, id_col, stratified)
+    ranged = [dask.delayed(_with_range)(k, splitters, id_col, stratified) for k in keys]
+    meta = _with_range(key_meta, splitters.iloc[:0], id_col, stratified)
     shuffled = dd.from_delayed(ranged, meta=meta, verify_meta=False).set_index(
         RANGE_COL, divisions=list(range(count)) + [count - 1])
     state: Any = FoldState()
     settled = []
     for part, (lo, hi) in zip(shuffled.to_delayed(), _code_bounds(splitters, len(scopes.labels))):
-        ordered = dask.delayed(_rank_ordered)(part, id_col)
+        ordered = dask.delayed(_rank_ordered)(part, id_col, stratified)
         out, state = dask.delayed(_fold_chunk, nout=2)(ordered, state, lo, scopes.sizes[lo:hi + 1],
                                                        scopes.labels[lo:hi + 1], var, fold, params, seed, step,
                                                        stratified, offsets)
@@ -182,14 +184,15 @@ def _folded_column(keys: list, samples: list[pd.DataFrame], key_meta: pd.DataFra
 
 
 def _columns_at(offset: int, n: int, pieces: list[pd.DataFrame], variables: list[str]) -> pd.DataFrame:
-    """_pos for rows offset..offset+n-1 and each variable's masked values from its piece, put in position order."""
+    """_pos for rows offset..offset+n-1 and each variable's masked values from its piece, put at their positions."""
     out = pd.DataFrame({POS_COL: np.arange(offset, offset + n, dtype=np.int64)})
     for var, piece in zip(variables, pieces):
-        pos = piece[POS_COL].to_numpy()
-        order = np.argsort(pos, kind="stable")
-        if not np.array_equal(pos[order], out[POS_COL].to_numpy()):
-            raise RuntimeError(f"rank fold of {var!r}: a partition of {n} records got {len(pos)} masked records")
-        out[var] = piece[var].to_numpy(dtype=np.float64)[order]
+        rows = piece[POS_COL].to_numpy() - offset
+        if len(rows) != n or not np.array_equal(np.bincount(rows, minlength=n), np.ones(n, np.int64)):
+            raise RuntimeError(f"rank fold of {var!r}: a partition of {n} records got {len(rows)} masked records")
+        values = np.empty(n, dtype=np.float64)
+        values[rows] = piece[var].to_numpy(dtype=np.float64)
+        out[var] = values
     return out
 
 
