@@ -7,6 +7,8 @@ references in tests/test_rankswap_kernel.py); statistical_databases_survey.txt, 
 
 from __future__ import annotations
 
+import itertools
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -23,7 +25,7 @@ from sdc_tasks.masking.rankswap import rank_swap_chunk, rank_swap_column
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.randomness import rng_for
 
-VARS = ["ties", "flat", "smooth"]
+VARS = ["ties", "smooth"]
 ROWS = 3001
 
 
@@ -47,16 +49,18 @@ def uneven(df: pd.DataFrame, parts: int, seed: int = 0) -> dd.DataFrame:
     """``df`` cut into ``parts`` partitions of random, uneven lengths (at least one record each)."""
     sizes = np.random.default_rng(seed).multinomial(len(df) - parts, np.ones(parts) / parts) + 1
     cuts = np.r_[0, np.cumsum(sizes)]
-    pieces = [dask.delayed(df.iloc[a:b].copy()) for a, b in zip(cuts[:-1], cuts[1:])]
+    pieces = [dask.delayed(df.iloc[a:b].copy()) for a, b in itertools.pairwise(cuts)]
     return dd.from_delayed(pieces, meta=df.iloc[:0], verify_meta=False)
 
 
-def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch) -> pd.DataFrame:
+def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch,
+                variables=VARS) -> pd.DataFrame:
     """The mask stage's (_pos, masked values) of the rank-swapping column kernel, by the whole-column path
     (``threshold`` above the records) or the fold (``threshold`` 1)."""
     monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
     ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata)
-    out = A.column_records(ddf, VARS, validate_params("rankswap", params), ctx, rankswap_on_column, rankswap_fold)
+    out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
+                           rankswap_fold)
     return out.compute().sort_values(A.B.POS_COL).reset_index(drop=True)
 
 
@@ -84,7 +88,7 @@ def test_chunks_of_any_length_equal_the_whole_column(n, p, distinct, cuts, partn
     order = np.lexsort((np.arange(n), ids, values))
     bounds = [0, *sorted(c for c in cuts if c <= n), n]
     out, carry, emitted = np.full(n, np.nan), None, 0
-    for a, b in zip(bounds[:-1], bounds[1:]):
+    for a, b in itertools.pairwise(bounds):
         pos, val, carry = rank_swap_chunk(values[order[a:b]], order[a:b], a, n, p, rng_for(seed, 0, "v"), carry,
                                           partner)
         out[pos] = val
@@ -93,12 +97,13 @@ def test_chunks_of_any_length_equal_the_whole_column(n, p, distinct, cuts, partn
     np.testing.assert_array_equal(out, expected)
 
 
-@pytest.mark.parametrize("partner, strata, p", [("uniform", None, 15), ("nearest_free", None, 100),
-                                                ("uniform", "s", 15), ("nearest_free", "s", 40)])
-def test_fold_equals_the_whole_column_path_on_41_uneven_partitions(records, sync_dask, monkeypatch, partner,
-                                                                   strata, p):
+@pytest.mark.parametrize("partner, strata, p, parts", [("uniform", None, 15, 41), ("nearest_free", None, 100, 9),
+                                                       ("uniform", "s", 15, 9), ("nearest_free", "s", 40, 41)])
+def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_dask, monkeypatch, partner, strata,
+                                                                p, parts):
+    # P = 450 (p = 15, 3,001 records) or 960 (p = 40, the stratum of 2,400) spans many partitions of about 73.
     params = {"p": p, "partner": partner}
-    ddf = uneven(records, 41)
+    ddf = uneven(records, parts)
     expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch)
     folded = mask_values(ddf, params, strata, 1, monkeypatch)
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
@@ -111,9 +116,11 @@ def test_fold_equals_the_whole_column_path_on_41_uneven_partitions(records, sync
 
 
 def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch):
+    # "flat" is one value: every rank a tie, ordered by id alone
     params = {"p": 10, "partner": "uniform"}
-    a = mask_values(uneven(records, 41, seed=1), params, "s", 1, monkeypatch)
-    b = mask_values(uneven(records, 3, seed=2), params, "s", 1, monkeypatch)
+    a = mask_values(uneven(records, 17, seed=1), params, "s", 1, monkeypatch, ["flat"])
+    b = mask_values(uneven(records, 3, seed=2), params, "s", 1, monkeypatch, ["flat"])
+    np.testing.assert_array_equal(np.sort(a["flat"]), records["flat"])
     pd.testing.assert_frame_equal(a, b, check_exact=True)
 
 
@@ -122,7 +129,8 @@ def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(record
     def step(threshold: int, where: str) -> pd.DataFrame:
         monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
         ctx = A.StepContext(seed=9, step=1, id_column="rid", strata="s")
-        staged = apply_step(uneven(records, 13), "rankswap", VARS, validate_params("rankswap", {"p": 20}), ctx,
+        staged = apply_step(uneven(records, 13), "rankswap", ["ties", "flat", "smooth"],
+                            validate_params("rankswap", {"p": 20}), ctx,
                             work_dir=tmp_path / where)
         return staged.frame.compute().reset_index(drop=True)
 
