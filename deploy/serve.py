@@ -25,10 +25,10 @@ from prefect.types.entrypoint import EntrypointType
 
 from flows.release import release
 from flows.server import check_api
-from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.outputs import check_output, releases_root
 from sdc_tasks.pipeline.preflight import release_overrides
 from sdc_tasks.pipeline.spec import load_spec
+from sdc_tasks.tls import TlsFiles
 
 DEFAULT_SCHEDULES = {
     "nightly": "0 2 * * *",  # 02:00 every day

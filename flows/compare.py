@@ -14,8 +14,10 @@ from time import perf_counter
 from prefect import flow, get_run_logger, task
 from prefect.artifacts import create_markdown_artifact, create_table_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.states import State
 
-from sdc_tasks.cluster import TlsFiles, dask_client
+from flows.states import refused_state
+from sdc_tasks.cluster import dask_client
 from sdc_tasks.comparison.outputs import (
     Comparison,
     compared,
@@ -37,9 +39,10 @@ from sdc_tasks.comparison.run import (
     parse_limits,
     prepare_input,
 )
-from sdc_tasks.errors import value_free
+from sdc_tasks.errors import NoneWithinLimits, value_free
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.report import format_value, markdown_section
+from sdc_tasks.tls import TlsFiles
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 
@@ -87,10 +90,12 @@ def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str 
             variables: list[str] | None = None, key_vars: list[str] | None = None,
             limits: list[str] | None = None, best_spec: str | None = None, parallel: str = "auto",
             dask_address: str | None = None, workers: int = 2, overwrite: bool = False,
-            tls_ca_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> dict:
+            tls_ca_file: str | None = None, tls_cert: str | None = None, tls_key: str | None = None) -> dict | State:
     """Run the grid (default: chapter 6's) on ``input_path``, write the comparison to ``out_dir``, and the best
     configuration under ``limits`` (MEASURE=LIMIT strings) as a release spec to ``best_spec``; the tls_* files
-    are for a tls:// ``dask_address``."""
+    are for a tls:// ``dask_address``. When no configuration meets the limits and a best spec was asked for, the
+    comparison is written, no spec is, and the flow run ends in a Failed state named "Refused"
+    (``flows.states.refused_state``; calling the flow raises NoneWithinLimits)."""
     log = get_run_logger()
     bounds = parse_limits(limits or [])
     chosen, source, mode = plan(input_path, grid, id_col, variables, key_vars, parallel, best_spec)
@@ -100,5 +105,8 @@ def compare(input_path: str, out_dir: str, grid: str | None = None, id_col: str 
         c = evaluate_grid(source, chosen, mode, bounds, str(tmp / "_work"), perf_counter())
         report(c, str(tmp), str(Path(out_dir).resolve()))
     if best_spec:
-        write_release_spec(c, best_spec)
+        try:
+            write_release_spec(c, best_spec)
+        except NoneWithinLimits as exc:
+            return refused_state(exc)
     return comparison_summary(c)

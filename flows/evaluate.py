@@ -14,12 +14,13 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
 from flows.artifacts import publish_artifacts
-from sdc_tasks.cluster import TlsFiles, dask_client
+from sdc_tasks.cluster import dask_client
 from sdc_tasks.errors import value_free
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, evaluation_summary, now, publish
+from sdc_tasks.tls import TlsFiles
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
-from prefect.states import Failed, State
+from prefect.states import State
 
 from flows.artifacts import publish_artifacts
 from flows.progress import flow_progress
-from sdc_tasks.cluster import TlsFiles
+from flows.states import refused_state
 from sdc_tasks.errors import ReleaseRefused, SdcError, StageFailed, value_free
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.gate import GateCheck, gate_checks
@@ -26,11 +26,10 @@ from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.pipeline.summary import ReleaseSummary, publish
+from sdc_tasks.tls import TlsFiles
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
 FLOW_RUN_LOGGER = "prefect.flow_runs"
-REFUSED = "Refused"
-"""The name of the final state of a flow run whose release the gate refused (a Failed state)."""
 
 
 class OwnErrorsWithoutTraceback(logging.Filter):
@@ -139,10 +138,3 @@ def release(spec_path: str, out_dir: str | None = None, dask_address: str | None
             return released(spec, spec_cluster(spec), TASKS, get_run_logger())
     except ReleaseRefused as exc:
         return refused_state(exc)
-
-
-def refused_state(exc: ReleaseRefused) -> State:
-    """The final state of a run the gate refused: Failed (no release was published, so failure notifications and
-    ``prefect deployment run --watch`` report it) but named "Refused", not a crash: its message names each
-    failing check, its value and its limit, and the report. Calling the flow raises ``exc`` again."""
-    return Failed(name=REFUSED, message=str(exc), data=exc)

@@ -42,7 +42,7 @@ from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.registry import METHODS, method_catalogue
+from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
@@ -71,7 +71,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
     """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
     method ran in and the role of every column (``sdc mask`` reports both)."""
     params = checked_params(method, dict(params))
-    variables = column_names(vars)
+    variables = column_names(vars) or ruled_variables(params)
     check_roles(method, variables, id_column, strata, original)
     orders = checked_orders(ordinal)
     check_kind(data, "data")

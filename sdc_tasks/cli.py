@@ -13,12 +13,13 @@ from typing import Iterator, Optional
 
 import typer
 
-from sdc_tasks.cluster import VERBOSE_VARIABLE, TlsFiles, verbose
 from sdc_tasks.errors import InputError, SpecError, StageFailed, value_free
-from sdc_tasks.io import json_text
+from sdc_tasks.files import json_text
 from sdc_tasks.masking.registry import method_help, param_help
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.outputs import atomic_output_file
+from sdc_tasks.tls import TlsFiles
+from sdc_tasks.verbosity import VERBOSE_VARIABLE, verbose
 
 app = typer.Typer(help="Statistical disclosure control for large microdata (Dask + Prefect).",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)

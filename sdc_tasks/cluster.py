@@ -4,77 +4,43 @@ by address, reached over TLS when the address is ``tls://``."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import logging
-import os
 from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Iterator
 
-import dask
 from distributed import Client, LocalCluster
 from distributed.client import AllExit
+from distributed.diagnostics.plugin import WorkerPlugin
 from distributed.security import Security
 
-from sdc_tasks.errors import InputError, withholding_worker_errors
+from sdc_tasks.errors import InputError, withhold_compute_failures
 from sdc_tasks.outputs import interruption_deferred, remove_stale_scratch, scratch_dir
 from sdc_tasks.progress import counting
+from sdc_tasks.tls import TLS_SETTINGS, TlsFiles, check_tls_settings, is_tls
+from sdc_tasks.verbosity import verbose
 
 LOOPBACK = "127.0.0.1"
-TLS_SETTINGS = {"ca_file": "dask.tls.ca_file (--tls-ca-file)", "cert": "dask.tls.cert (--tls-cert)",
-                "key": "dask.tls.key (--tls-key)"}
-DASK_TLS_CONFIG = ("distributed.comm.tls.ca-file", "distributed.comm.tls.client.cert")
-VERBOSE_VARIABLE = "SDC_VERBOSE"
 LOG = logging.getLogger("sdc_tasks.cluster")
 LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
 CONNECT_SECONDS = 5
 """How long a client tries to reach a scheduler by address before the run fails naming it."""
 
 
-@dataclasses.dataclass(frozen=True)
-class TlsFiles:
-    """The client's TLS files for a ``tls://`` scheduler: the CA certificate that signed the cluster's
-    certificates, and the client's certificate and private key (PEM files)."""
+class WithheldWorkerErrors(WorkerPlugin):
+    """Worker plugin: each worker's "Compute Failed" log records name the task's key and state only."""
 
-    ca_file: str | None = None
-    cert: str | None = None
-    key: str | None = None
+    name = "sdc-withheld-worker-errors"
 
-    def given(self) -> bool:
-        """Whether any of the three files is named."""
-        return any(dataclasses.astuple(self))
-
-    def resolved(self) -> "TlsFiles":
-        """The same files, relative paths resolved against the working directory."""
-        return TlsFiles(*(path if path is None else str(Path(path).resolve()) for path in dataclasses.astuple(self)))
+    def setup(self, worker) -> None:
+        """Install the filter in the worker's process."""
+        withhold_compute_failures()
 
 
-def is_tls(address: str | None) -> bool:
-    """Whether a scheduler address uses the ``tls://`` protocol."""
-    return bool(address) and address.lower().startswith("tls://")
-
-
-def dask_config_has_tls() -> bool:
-    """Whether Dask's own config (``distributed.comm.tls.*``, or its DASK_DISTRIBUTED__COMM__TLS__* environment
-    variables) names a CA file and a client certificate."""
-    return all(dask.config.get(key, None) for key in DASK_TLS_CONFIG)
-
-
-def check_tls_settings(address: str | None, tls: TlsFiles) -> None:
-    """Raise InputError, naming the setting, when the scheduler address and the TLS files disagree: TLS files
-    without a ``tls://`` address, a ``tls://`` address with some but not all three files, or with none and no
-    TLS in Dask's config."""
-    options = "dask.tls (--tls-ca-file, --tls-cert, --tls-key)"
-    if tls.given() and not is_tls(address):
-        where = f"the scheduler address {address}" if address else "the local cluster (no dask.address)"
-        raise InputError(f"{options} is for a tls:// scheduler address, but dask.address (--dask-address) is "
-                         f"{where}: use tls://host:port, or drop the TLS files")
-    missing = [name for field, name in TLS_SETTINGS.items() if getattr(tls, field) is None]
-    if tls.given() and missing:
-        raise InputError(f"{missing[0]} is missing: a tls:// scheduler needs all of {options}")
-    if is_tls(address) and not tls.given() and not dask_config_has_tls():
-        raise InputError(f"the Dask scheduler {address} uses TLS but no certificates are given: set {options}, "
-                         "or Dask's distributed.comm.tls.ca-file and distributed.comm.tls.client.cert/key")
+def withholding_worker_errors(client):
+    """``client``, its cluster's workers (present and future) now logging failed tasks by key and state only."""
+    client.register_plugin(WithheldWorkerErrors())
+    return client
 
 
 def client_security(address: str | None, tls: TlsFiles = TlsFiles()) -> Security | None:
@@ -151,12 +117,6 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
         with Client(cluster, set_as_default=True) as client, counting(client):
             _announce(client)
             yield withholding_worker_errors(client)
-
-
-def verbose() -> bool:
-    """Whether Dask's and Prefect's INFO logs are wanted (``sdc --verbose`` sets SDC_VERBOSE=1 for the run and
-    the processes it starts); by default a run logs only its own stage lines and warnings."""
-    return os.environ.get(VERBOSE_VARIABLE, "") not in ("", "0")
 
 
 def dashboard_link(client: Client) -> str | None:

@@ -4,7 +4,8 @@ CLI commands) ``value_free`` replaces it with a ``StageFailed`` that names the s
 where the library names it, the column, never chained to the original, so no value reaches the console, logs,
 Prefect's states, events or result storage. Our own errors (our exception classes, and any exception our code
 raised: messages built from names and positions) and OSError (paths only; the flows retry on it) pass
-unchanged. ``WithheldWorkerErrors`` does the same for the "Compute Failed" records Dask workers log."""
+unchanged. ``withhold_compute_failures`` does the same for the "Compute Failed" records Dask workers log (installed
+on every worker by ``sdc_tasks.cluster``)."""
 
 from __future__ import annotations
 
@@ -14,8 +15,6 @@ import os
 import re
 from pathlib import Path
 from typing import Iterator
-
-from distributed.diagnostics.plugin import WorkerPlugin
 
 WITHHELD = "details withheld: they may quote confidential values"
 _COLUMN = re.compile(r"Conversion failed for column (\S+) with type")  # pyarrow's names the column, then the value
@@ -120,19 +119,3 @@ def withhold_compute_failures() -> None:
     logger = logging.getLogger(WORKER_LOGGER)
     if _FILTER not in logger.filters:
         logger.addFilter(_FILTER)
-
-
-class WithheldWorkerErrors(WorkerPlugin):
-    """Worker plugin: each worker's "Compute Failed" log records name the task's key and state only."""
-
-    name = "sdc-withheld-worker-errors"
-
-    def setup(self, worker) -> None:
-        """Install the filter in the worker's process."""
-        withhold_compute_failures()
-
-
-def withholding_worker_errors(client):
-    """``client``, its cluster's workers (present and future) now logging failed tasks by key and state only."""
-    client.register_plugin(WithheldWorkerErrors())
-    return client

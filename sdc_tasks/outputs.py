@@ -42,7 +42,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.io import json_text
+from sdc_tasks.files import json_text
 
 MARKER = ".sdc-output.json"
 MARKER_CONTENT = {"written_by": "sdc-pipeline"}

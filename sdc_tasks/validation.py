@@ -16,16 +16,15 @@ import pyarrow as pa
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.errors import InputError
+from sdc_tasks.files import check_columns, input_format, reader_reason
 from sdc_tasks.io import (
     add_row_ids,
     check_new_id,
     corrupt_parquet_file,
-    input_format,
     read_checkpoint,
     read_input,
     read_table,
     read_with_ids,
-    reader_reason,
     write_parquet,
 )
 from sdc_tasks.masking.rankswap import fewest_swapped_records
@@ -34,13 +33,6 @@ CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column ch
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
 FACT_COLUMNS = ["column", "text", "first_text", "bad", "first_bad", "first_bad_id", "min", "max", "not_positive",
                 "first_not_positive"]
-
-
-def check_columns(ddf: dd.DataFrame, columns: list[str], what: str) -> None:
-    """Raise InputError naming the first column of ``columns`` missing from ``ddf``."""
-    missing = [c for c in columns if c not in ddf.columns]
-    if missing:
-        raise InputError(f"{what} has no column {missing[0]!r} (columns: {', '.join(map(str, ddf.columns))})")
 
 
 def _as_numbers(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
@@ -272,7 +264,7 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
     try:
         if create:
             check_new_id(source, id_col)
-        check_columns(source, list(dict.fromkeys(needed if create else [id_col, *needed])), what)
+        check_columns(source.columns, list(dict.fromkeys(needed if create else [id_col, *needed])), what)
         if checkpoint is None:
             ddf = add_row_ids(source, id_col) if create else source
         else:

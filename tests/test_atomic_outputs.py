@@ -20,8 +20,8 @@ from typer.testing import CliRunner
 from sdc_tasks import outputs as O
 from sdc_tasks.cli import app
 from sdc_tasks.errors import InputError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, output_lock, recover_interrupted
 
 WRITER = """

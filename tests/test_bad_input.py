@@ -17,8 +17,8 @@ from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
 from sdc_tasks.errors import InputError, SpecError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import MARKER
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
 from sdc_tasks.pipeline.stages import validate_input

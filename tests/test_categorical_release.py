@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 

@@ -21,8 +21,8 @@ from distributed.utils import key_split
 from spec_files import demo_spec_file
 
 from flows.release import release
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import write_synthetic
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline import stages as R
 from sdc_tasks.pipeline.spec import load_spec
 

@@ -17,8 +17,8 @@ from sdc_tasks import report as R
 from sdc_tasks.cli import app
 from sdc_tasks.comparison import outputs as O
 from sdc_tasks.comparison import run as C
+from sdc_tasks.files import file_sha256
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import file_sha256
 from sdc_tasks.outputs import MARKER
 from sdc_tasks.pipeline.spec import load_spec
 from sdc_tasks.report import pareto_front, ru_map

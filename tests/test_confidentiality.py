@@ -358,7 +358,7 @@ def test_dask_workers_log_failed_tasks_without_their_message():
 
 def test_messages_of_ours_that_wrap_a_library_error_withhold_what_it_quotes():
     from sdc_tasks.errors import reason_of
-    from sdc_tasks.io import reader_reason
+    from sdc_tasks.files import reader_reason
 
     quoted = ValueError(f"could not convert string to float: '{TEXT_CANARIES[NOTE]}' (\"{TEXT_CANARIES[NAME]}\")")
     assert TEXT_CANARIES[NOTE] not in reader_reason(quoted) and TEXT_CANARIES[NAME] not in reader_reason(quoted)

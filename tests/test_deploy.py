@@ -13,10 +13,10 @@ import pytest
 import yaml
 
 from flows.release import release
-from sdc_tasks.cluster import TlsFiles
 from sdc_tasks.errors import SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.pipeline.spec import DaskSpec, load_spec
+from sdc_tasks.tls import TlsFiles
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 

@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 import sdc_tasks.outputs
 from sdc_tasks.cli import app
 from sdc_tasks.errors import InputError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline.gate import gate_checks
 from sdc_tasks.pipeline.run import LOG, Stages, released, run_release
 from sdc_tasks.pipeline.spec import load_spec

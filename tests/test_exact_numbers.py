@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sdc_tasks.evaluation.measures import evaluate, evaluate_paths
-from sdc_tasks.io import write_json
+from sdc_tasks.files import write_json
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.report import metrics_table_rows
 from sdc_tasks.stats.exact_sum import exact_sums

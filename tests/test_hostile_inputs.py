@@ -29,7 +29,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
-from sdc_tasks.io import read_table_pandas, tree_checksums
+from sdc_tasks.files import tree_checksums
+from sdc_tasks.io import read_table_pandas
 
 PLAIN_NAMES = ["a", "b", "c", "income 2024", "é", "1"]
 NAMES = PLAIN_NAMES * 4 + ["", " ", "record_id", "record_id", "_block", "__count", "a__masked", "_orig_a"]

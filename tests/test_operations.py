@@ -120,6 +120,46 @@ def test_a_refused_release_exits_3_with_its_checks_and_ends_as_refused_in_prefec
     assert f"PLD = {format(metrics['PLD'], '.4g')} > limit 0.5" in run.state.message
 
 
+ONE_CONFIGURATION = {"name": "one", "seed": 5, "families": [
+    {"label": "Rank", "method": "rankswap", "sweep": {"param": "p", "values": [15], "label_format": "02d"}}]}
+
+
+def test_a_comparison_with_nothing_within_its_limits_is_refused_not_crashed(prefect_harness, tmp_path):
+    from flows.compare import compare
+
+    grid = tmp_path / "grid.yaml"
+    grid.write_text(yaml.safe_dump(ONE_CONFIGURATION))
+    cli = invoke("compare", "--input", bundled_path("census.csv"), "--grid", grid, "--out", tmp_path / "cli",
+                 "--max", "DLD=0", "--best-spec", tmp_path / "cli.yaml", "--workers", 1)
+    assert cli.exit_code == 3, cli.output
+    assert cli.output.strip().splitlines()[-1] == "error: no configuration of one meets DLD <= 0"
+    assert (tmp_path / "cli" / "ranking.csv").is_file() and not (tmp_path / "cli.yaml").exists()
+
+    state = compare(str(bundled_path("census.csv")), str(tmp_path / "flow"), grid=str(grid), limits=["DLD=0"],
+                    best_spec=str(tmp_path / "flow.yaml"), workers=1, return_state=True)
+    assert state.is_failed() and state.name == "Refused"
+    assert state.message == "no configuration of one meets DLD <= 0"
+    assert (tmp_path / "flow" / "ranking.csv").is_file() and not (tmp_path / "flow.yaml").exists()
+
+
+HEAVY = ("distributed", "dask.dataframe", "prefect", "scipy", "numba", "pandas")
+
+
+@pytest.mark.parametrize("args", [["--help"], ["mask", "--help"], ["validate", "SPEC"], ["validate", "BAD"]])
+def test_help_and_validate_import_no_engine(tmp_path, args):
+    """``sdc --help`` and ``sdc validate`` answer from the registry, the spec and the files' headers: none of Dask's
+    dataframe or distributed packages, Prefect, SciPy, numba or pandas is imported (start-up is what a spec or path
+    error costs; docs/performance.md has the times)."""
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("input: {path: census.csv}\nmethd: mdav\n")
+    argv = [str(demo_spec_file(tmp_path)) if a == "SPEC" else str(bad) if a == "BAD" else a for a in args]
+    probe = ("import sys\nfrom sdc_tasks.cli import main\nsys.argv = ['sdc', *sys.argv[1:]]\ntry:\n    main()\n"
+             f"except SystemExit:\n    pass\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))")
+    done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
+
+
 def record(name: str, level: int, path: str) -> logging.LogRecord:
     """A log record as logger ``name`` would make it at ``path``."""
     return logging.LogRecord(name, level, path, 1, "message", None, None)

@@ -11,8 +11,8 @@ import pytest
 from spec_files import demo_spec_file
 
 from sdc_tasks.errors import ReleaseRefused
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import CENSUS_VARIABLES
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.outputs import MARKER
 
 pytestmark = pytest.mark.usefixtures("prefect_harness")

@@ -15,8 +15,8 @@ from spec_files import demo_spec_file
 
 import sdc_tasks.pipeline.stages
 from sdc_tasks.errors import ReleaseRefused
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline.run import run_release
 from sdc_tasks.pipeline.spec import load_spec
 from sdc_tasks.pipeline.summary import ReleaseSummary

@@ -12,8 +12,8 @@ from distributed import LocalCluster
 
 import flows.release as F
 from sdc_tasks.errors import InputError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.pipeline import stages as R
 from sdc_tasks.pipeline import summary as S
 from sdc_tasks.pipeline.run import Stages

@@ -23,8 +23,8 @@ from sdc_tasks import api
 from sdc_tasks.cli import app
 from sdc_tasks.comparison.run import GridError, load_grid
 from sdc_tasks.errors import InputError, SpecError
+from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.io import tree_checksums
 from sdc_tasks.masking.rankswap import fewest_swapped_records, rank_swap_permutation
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
@@ -224,6 +224,9 @@ def call_for(name: str, df: pd.DataFrame) -> dict:
     args = {"vars": ["AGI", "FICA"], **method.example}
     if method.kind == "categorical":
         args["vars"] = ["grade"]
+    if "rules" in method.example:  # per-variable rules (recode, top_bottom_coding) written for these variables
+        args["rules"] = {v: {"prefix": 1} if method.kind == "categorical" else {"top": float(df[v].min())}
+                         for v in args["vars"]}
     if method.ordinal:
         args["ordinal"] = {"grade": ["g0", "g1", "g2", "g3"]}
     if method.after_masking:

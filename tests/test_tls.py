@@ -23,10 +23,11 @@ from distributed.security import Security
 from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
-from sdc_tasks.cluster import TlsFiles, client_security, dask_client
+from sdc_tasks.cluster import client_security, dask_client
 from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
+from sdc_tasks.tls import TlsFiles
 
 runner = CliRunner()
 

@@ -32,7 +32,7 @@ from sdc_tasks.comparison.run import (
     run_grid,
 )
 from sdc_tasks.errors import NoneWithinLimits
-from sdc_tasks.io import write_json
+from sdc_tasks.files import write_json
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file, scratch_dir
 from sdc_tasks.pipeline.spec import load_spec, parse_spec
 

@@ -26,7 +26,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from sdc_tasks.errors import GridError, InputError, reason_of
 from sdc_tasks.evaluation.measures import evaluate
-from sdc_tasks.io import read_table, read_with_ids, yaml_document
+from sdc_tasks.files import check_columns, yaml_document
+from sdc_tasks.io import read_table, read_with_ids
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
@@ -34,7 +35,7 @@ from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, FAMILIES, gated_fa
 from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.scheduling import active_client, input_bytes
 from sdc_tasks.stats.frequencies import sorted_categories
-from sdc_tasks.validation import check_columns, load_checked, numeric_columns
+from sdc_tasks.validation import load_checked, numeric_columns
 
 DEFAULT_GRID = "default_grid.yaml"
 SMALL_INPUT_BYTES = 64 * 2**20
@@ -249,7 +250,7 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
         return categorical_input(path, id_col, grid)
     variables = list(variables or numeric_columns(path, [id_col], what))
     keys = list(key_vars or variables[:7])
-    check_columns(read_table(path), [*variables, *keys], what)
+    check_columns(read_table(path).columns, [*variables, *keys], what)
     if id_col in variables:
         raise InputError(f"id column {id_col!r} cannot be a masked variable")
     unmasked = [k for k in keys if k not in variables]

@@ -9,6 +9,7 @@ pairs the records and sketches the moments once, and loops over the requested fa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import dask
@@ -21,11 +22,12 @@ from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED
 from sdc_tasks.evaluation.pairing import check_pairing_ids, paired, paired_nearest, record_count
+from sdc_tasks.files import check_columns
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frames_moments
-from sdc_tasks.validation import check_columns, input_name, load_checked, numeric_columns
+from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
 FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
 
@@ -54,7 +56,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
-             reference: dd.DataFrame | None = None) -> dict:
+             reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -62,8 +64,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     indiv_risk_*) on the categorical key variables (:func:`categorical_keys`); docs/categorical.md.
 
     ``ordinal``: category order of each ordinal categorical variable (others are nominal); ``reference``: the
-    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original). Categorical measures pair
-    records by id."""
+    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original); ``intruder_original``: the
+    original as an intruder sees it through the release's published recodes (its keys recoded by the same
+    rules), which ``cat_risk`` links the masked records to (default: the original; ``cat_il`` always measures
+    against the original). Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
@@ -77,10 +81,10 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if pairing == "nearest":
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
-    check_columns(original, [id_col, *cols], "original file")
-    check_columns(masked, [id_col, *cols, *([weight] if weight else [])], "masked file")
+    check_columns(original.columns, [id_col, *cols], "original file")
+    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else [])], "masked file")
     if reference is not None:
-        check_columns(reference, categorical, "reference file")
+        check_columns(reference.columns, categorical, "reference file")
     pairs = paired(original, masked, id_col, cols).persist()
     n, n_masked, matched = (int(x) for x in dask.compute(record_count(original), record_count(masked),
                                                           record_count(pairs)))
@@ -89,7 +93,12 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
                          f"{id_col!r} (categorical measures pair records by id)")
     out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
     ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked)
-    out.update(family_measures(_units(cat_families), ctx))
+    seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
+    out.update(family_measures(_units(tuple(f for f in cat_families
+                                            if not (seen_through_recodes and f == "cat_risk"))), ctx))
+    if seen_through_recodes:
+        seen = paired(intruder_original, masked, id_col, cols).persist()
+        out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
     return finite_metrics(out)
 
 
@@ -111,8 +120,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
     check_options(families, pairing)
-    check_columns(original, [id_col, *variables, *key_vars], "original file")
-    check_columns(masked, [id_col, *variables, *key_vars], "masked file")
+    check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
+    check_columns(masked.columns, [id_col, *variables, *key_vars], "masked file")
     units = _units(families)
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and

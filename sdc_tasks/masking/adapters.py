@@ -8,7 +8,9 @@ method; the stage builders are ``sdc_tasks.masking.apply``).
 - fold adapters (``fold.ColumnFold``): (a chunk of a scope's values in rank order, their positions, the chunk's
   first rank, the scope's size, params, the scope's rng, carry) -> (positions, masked values, carry);
 - record adapters (``apply.RecordKernel``): (values, ids, params, context) -> masked values, the context
-  holding seed, step and the moments of the step input plus what the method's context hook adds.
+  holding seed, step and the moments of the step input plus what the method's context hook adds;
+- categorical methods (``apply.CategoryMethod``): the counts a method plans on, its plan and its mapping of a
+  partition's records (``sdc_tasks.masking.categorical``).
 """
 
 from __future__ import annotations
@@ -18,7 +20,19 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import BLOCK_COL, PROJ_COL
-from sdc_tasks.masking.apply import BlockStats, StepContext, original_columns, record_records
+from sdc_tasks.masking.apply import BlockStats, CategoryMethod, StepContext, original_columns, record_records
+from sdc_tasks.masking.categorical import (
+    bottom_coded,
+    coding_plan,
+    global_recoding_plan,
+    nullable_dtype,
+    pram_plan,
+    prammed,
+    recoded,
+    suppressed,
+    suppression_plan,
+    top_coded,
+)
 from sdc_tasks.masking.distribution import distribution_mask
 from sdc_tasks.masking.jpeg import jpeg_block
 from sdc_tasks.masking.md import md_microaggregate_block
@@ -26,6 +40,7 @@ from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
 from sdc_tasks.masking.postmask import post_mask, random_start
 from sdc_tasks.masking.rankswap import SwapCarry, rank_swap_chunk, rank_swap_column
+from sdc_tasks.masking.recoding import mapped, recode_dtype, recode_plan, threshold_coded, threshold_variables
 from sdc_tasks.masking.resampling import resample_column, rescale
 from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
 from sdc_tasks.masking.vmdav import variable_microaggregate_block
@@ -170,3 +185,24 @@ def rescale_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: 
     none) that rescaling restores (pil_measures.txt sec. 5)."""
     ref = frame_moments(ctx.reference if ctx.reference is not None else ddf, variables)
     return {"ref_mean": ref.mean, "ref_var": ref.sd ** 2}
+
+
+def threshold_on_records(x: np.ndarray, ids: np.ndarray, params: dict, context: dict) -> np.ndarray:
+    """Top and bottom coding at values, each variable by its own rule (statistical_databases_survey.txt, Top and
+    bottom coding)."""
+    return np.column_stack([threshold_coded(x[:, j], params["rules"][v]) for j, v in enumerate(context["variables"])])
+
+
+def threshold_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: StepContext, context: dict) -> dict:
+    """The step's variables in column order, each checked to have a rule."""
+    return {"variables": threshold_variables(variables, params)}
+
+
+# ---- categorical methods ----
+
+top_coding = CategoryMethod("values", coding_plan(top_coded), recoded)
+bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
+global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
+pram = CategoryMethod("values", pram_plan, prammed)
+local_suppression = CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype)
+recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)

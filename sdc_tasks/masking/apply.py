@@ -23,6 +23,7 @@ import pandas as pd
 
 from sdc_tasks import blocking as B
 from sdc_tasks.masking.fold import ColumnFold, folded_records
+from sdc_tasks.masking.registry import BlockPlan
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
@@ -73,15 +74,6 @@ def _positions_meta(variables: list[str]) -> pd.DataFrame:
 
 
 # ---- block stage (statistical_databases_survey.txt, Microaggregation: MDAV applied per block) ----
-
-
-@dataclass(frozen=True)
-class BlockPlan:
-    """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
-    ``zsum``: the sum of z-scores; ``id``: the record id) and the number of levels."""
-
-    axes: str = "principal"
-    levels: int = 2
 
 
 def _key_frame(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,
@@ -276,13 +268,13 @@ class CategoryMethod:
     """A categorical method: ``counts`` is "values" (a frequency table per variable) or "combinations" (one
     table of the variables' value combinations, missing counted as a value); ``plan`` makes a scope's plan
     from its counts, the parameters and the declared category orders; ``mask`` masks a scope's records of one
-    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's (None: the input's;
-    e.g. a nullable one where values may become missing)."""
+    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's, the variable and the
+    parameters (None: the input's; e.g. a nullable one where values may become missing, text for labels)."""
 
     counts: str
     plan: Callable[[Any, dict, dict], Any]
     mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
-    masked_dtype: Callable[[Any], Any] | None = None
+    masked_dtype: Callable[[Any, str, dict], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -431,8 +423,8 @@ def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, 
     plans = {label: method.plan(counts, params, ctx.category_orders)
              for label, counts in _scope_counts(tables, variables, method, ctx.strata).items()}
     keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
-    dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None else method.masked_dtype(ddf._meta[v].dtype)
-              for v in variables}
+    dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None
+              else method.masked_dtype(ddf._meta[v].dtype, v, params) for v in variables}
     meta = pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype=t) for v, t in dtypes.items()}})
     offsets = B.offsets_of(B.partition_lengths(ddf))
     pieces = [dask.delayed(_mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)

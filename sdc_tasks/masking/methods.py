@@ -41,8 +41,9 @@ def _record_context(row: Method, ddf: dd.DataFrame, variables: list[str], params
     method's context hook adds."""
     m = frame_moments(ddf, variables)
     context = {"seed": ctx.seed, "step": ctx.step, "n": m.n, "mean": m.mean, "var": m.sd ** 2, "cov": m.cov}
-    if row.record_context is not None:
-        context.update(row.record_context(ddf, variables, params, ctx, context))
+    hook = row.context_hook()
+    if hook is not None:
+        context.update(hook(ddf, variables, params, ctx, context))
     return context
 
 
@@ -51,14 +52,15 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
     """The mask stage: ``_pos`` and masked values (``source`` is the block-aligned collection for blocked
     methods, the step input otherwise)."""
     row = METHODS[method]
+    kernel = row.adapter()
     if row.shape == "blocked":
         extra = A.original_context(source, variables, ctx) if row.carries_original else {}
-        return A.blocked_records(source, variables, {**params, **extra}, ctx, row.kernel)
+        return A.blocked_records(source, variables, {**params, **extra}, ctx, kernel)
     if row.shape == "column":
-        return A.column_records(source, variables, params, ctx, row.kernel, row.fold)
+        return A.column_records(source, variables, params, ctx, kernel, row.fold_adapter())
     if row.shape == "categorical":
-        return A.category_records(source, variables, params, ctx, row.kernel)
-    return A.record_records(source, variables, params, ctx, row.kernel,
+        return A.category_records(source, variables, params, ctx, kernel)
+    return A.record_records(source, variables, params, ctx, kernel,
                             _record_context(row, source, variables, params, ctx))
 
 

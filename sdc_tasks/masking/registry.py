@@ -4,44 +4,16 @@ rows: the method catalogue of the Python API, the ``sdc mask`` help texts and do
 
 from __future__ import annotations
 
+import json
+import shlex
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Literal, Union, get_args, get_origin
 
+import yaml
 from pydantic import ValidationError
 
-from sdc_tasks.masking.adapters import (
-    distr_on_column,
-    jpeg_on_block,
-    md_on_block,
-    mdav_on_block,
-    mic_ir_on_column,
-    mic_optimal_on_column,
-    noise_context,
-    noise_on_records,
-    postmask_on_block,
-    projected_on_block,
-    rankswap_fold,
-    rankswap_on_column,
-    resample_on_column,
-    rescale_context,
-    rescale_on_records,
-    synthetic_on_block,
-    vmdav_on_block,
-)
-from sdc_tasks.masking.apply import BlockPlan, CategoryMethod
-from sdc_tasks.masking.categorical import (
-    bottom_coded,
-    coding_plan,
-    global_recoding_plan,
-    nullable_dtype,
-    pram_plan,
-    prammed,
-    recoded,
-    suppressed,
-    suppression_plan,
-    top_coded,
-)
 from sdc_tasks.masking.jpeg import TILE_ROWS
 from sdc_tasks.masking.params import (
     CodingParams,
@@ -57,10 +29,22 @@ from sdc_tasks.masking.params import (
     PramParams,
     ProjectedParams,
     RankSwapParams,
+    RecodeParams,
     ResampleParams,
     SyntheticPostMaskParams,
+    TopBottomParams,
     UnivariateParams,
 )
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """How a blocked method forms blocks: sort keys (``principal``: the first principal axes, one per level;
+    ``zsum``: the sum of z-scores; ``id``: the record id) and the number of levels."""
+
+    axes: str = "principal"
+    levels: int = 2
+
 
 SHAPES = {
     "blocked": "per data-driven block: records sorted on a key computed from the data (principal axes, z-score "
@@ -76,16 +60,19 @@ class Method:
     """A registered masking method: adding one is a row here and a kernel (with its adapter).
 
     ``shape``: how it runs (``SHAPES``); its ``kind`` follows: "categorical" for the categorical shape,
-    "continuous" otherwise. ``kernel``: the adapter of its shape (``apply.BlockKernel``, ``ColumnKernel``,
-    ``RecordKernel``, or an ``apply.CategoryMethod``). ``summary``, ``source`` (the section of the source
+    "continuous" otherwise. ``kernel``: the name, in ``sdc_tasks.masking.adapters``, of the adapter of its shape
+    (``apply.BlockKernel``, ``ColumnKernel``, ``RecordKernel``, or an ``apply.CategoryMethod``), loaded by
+    :meth:`adapter` on first use, so that reading the registry (``sdc --help``, ``sdc validate``) imports no Dask
+    or kernel code. ``summary``, ``source`` (the section of the source
     paper it follows), ``example`` (small valid parameters, usable on a file of a few hundred records) and
     ``scaling`` (how it runs at scale) are what the catalogue and docs/methods.md show.
 
     Blocked methods: ``block``, how blocks are formed; ``unit_k``: blocks made of whole groups of k records;
     ``carries_original``: each record's original values travel beside the masked ones through the block
     stage; ``fixed_block_size``: records per block when the method fixes it (JPEG's tile) rather than the
-    ``block_size`` parameter. Record methods: ``record_context``, a hook adding what the kernel needs besides
-    the input's moments ((step input, variables, params, StepContext, context) -> dict).
+    ``block_size`` parameter. Record methods: ``record_context``, the name in ``adapters`` of a hook adding what
+    the kernel needs besides the input's moments ((step input, variables, params, StepContext, context) -> dict;
+    :meth:`context_hook`).
 
     Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
     state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
@@ -98,7 +85,7 @@ class Method:
     name: str
     params: type[Params]
     shape: Literal["blocked", "column", "record", "categorical"]
-    kernel: Callable | CategoryMethod
+    kernel: str
     summary: str
     source: str
     example: dict[str, Any]
@@ -107,8 +94,8 @@ class Method:
     unit_k: bool = False
     carries_original: bool = False
     fixed_block_size: int | None = None
-    record_context: Callable[..., dict] | None = None
-    fold: Callable | None = None
+    record_context: str | None = None
+    fold: str | None = None
     after_masking: bool = False
     ordinal: bool = False
     on_keys: bool = False
@@ -118,9 +105,27 @@ class Method:
         """The variables it masks: "categorical" or "continuous"."""
         return "categorical" if self.shape == "categorical" else "continuous"
 
+    def adapter(self) -> Any:
+        """The kernel adapter (or categorical method) that ``kernel`` names."""
+        from sdc_tasks.masking import adapters
+
+        return getattr(adapters, self.kernel)
+
+    def fold_adapter(self) -> Callable | None:
+        """The fold adapter that ``fold`` names (``fold.ColumnFold``), None when it names none."""
+        from sdc_tasks.masking import adapters
+
+        return None if self.fold is None else getattr(adapters, self.fold)
+
+    def context_hook(self) -> Callable[..., dict] | None:
+        """The record-context hook that ``record_context`` names, None when it names none."""
+        from sdc_tasks.masking import adapters
+
+        return None if self.record_context is None else getattr(adapters, self.record_context)
+
 
 METHODS: dict[str, Method] = {m.name: m for m in (
-    Method("mdav", MdavParams, "blocked", mdav_on_block,
+    Method("mdav", MdavParams, "blocked", "mdav_on_block",
            "MDAV fixed-size multivariate microaggregation: each pair of groups seeded by the record farthest "
            "from the average record and the record farthest from it",
            "statistical_databases_survey.txt, Microaggregation (MDAV)",
@@ -129,7 +134,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "on the second axis and cut into blocks; SSE/SST 1.022 x global MDAV at 1e5 "
            "(benchmarks/blocked_mdav_quality.py)",
            block=BlockPlan("principal", 2)),
-    Method("md", MdavParams, "blocked", md_on_block,
+    Method("md", MdavParams, "blocked", "md_on_block",
            "MD fixed-size multivariate microaggregation, MDAV's predecessor: each pair of groups seeded by the "
            "two most distant records left; the chapter's Mic2mul..Micmul (reproduces Table 1's IL and DLD, "
            "docs/reproduction.md)",
@@ -141,36 +146,36 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "about 11 CPU-minutes (MDAV: under 1): MD for the chapter's files and comparisons, MDAV for large "
            "releases",
            block=BlockPlan("principal", 2)),
-    Method("mdav_variable", MdavVariableParams, "blocked", vmdav_on_block,
+    Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
            "statistical_databases_survey.txt, Microaggregation (variable group size); Solanas and "
            "Martinez-Balleste 2006 (V-MDAV)",
            {"k": 3, "block_size": 100},
            "per block, as mdav",
            block=BlockPlan("principal", 2)),
-    Method("mic_ir", UnivariateParams, "column", mic_ir_on_column,
+    Method("mic_ir", UnivariateParams, "column", "mic_ir_on_column",
            "individual ranking microaggregation (MicIR): each variable sorted and cut into groups of k",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicIR k)",
            {"k": 3},
            "exact, one variable at a time"),
-    Method("mic_optimal", UnivariateParams, "column", mic_optimal_on_column,
+    Method("mic_optimal", UnivariateParams, "column", "mic_optimal_on_column",
            "optimal univariate microaggregation (Hansen-Mukherjee): least SSE groups of k..2k-1 per variable",
            "statistical_databases_survey.txt, Microaggregation (ref. [22], Hansen and Mukherjee 2003)",
            {"k": 3},
            "exact, one variable at a time"),
-    Method("mic_z", ProjectedParams, "blocked", projected_on_block,
+    Method("mic_z", ProjectedParams, "blocked", "projected_on_block",
            "microaggregation on the z-scores projection (MicZ): groups of k along the sum of z-scores",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicZ k)",
            {"k": 3, "block_size": 90},
            "blocks hold whole groups of k along the projection: equal to the whole-file method",
            block=BlockPlan("zsum", 1), unit_k=True),
-    Method("mic_pcp", ProjectedParams, "blocked", projected_on_block,
+    Method("mic_pcp", ProjectedParams, "blocked", "projected_on_block",
            "microaggregation on the first principal component (MicPCP): groups of k along its scores",
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (MicPCP k)",
            {"k": 3, "block_size": 90},
            "as mic_z",
            block=BlockPlan("principal", 1), unit_k=True),
-    Method("rankswap", RankSwapParams, "column", rankswap_on_column,
+    Method("rankswap", RankSwapParams, "column", "rankswap_on_column",
            "rank swapping (Moore 1996): each value swapped with one at most p percent of the records away in rank",
            "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
            "swapping and rank swapping",
@@ -178,38 +183,45 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "exact, one variable at a time per scope; from 2,000,000 records a fold over the variable's "
            "rank-ordered partitions (an exact distributed sort by stratum, value and id, then a chain of tasks "
            "each carrying the next P ranks' state), so no task holds the column",
-           fold=rankswap_fold),
-    Method("noise", NoiseParams, "record", noise_on_records,
+           fold="rankswap_fold"),
+    Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
            "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "
            "Additive noise",
            {"p": 0.1},
            "per record; draws keyed by (seed, step, variable, record id)",
-           record_context=noise_context),
-    Method("resample", ResampleParams, "column", resample_on_column,
+           record_context="noise_context"),
+    Method("resample", ResampleParams, "column", "resample_on_column",
            "resampling: the average of the order statistics of t samples drawn with replacement, rank preserving",
            "sdc_methods_comparison_chapter.txt sec. 2, Resampling",
            {"t": 3},
            "exact, one variable at a time"),
-    Method("rescale", NoParams, "record", rescale_on_records,
+    Method("rescale", NoParams, "record", "rescale_on_records",
            "rescaling to the original records' means and variances; a step after any method",
            "pil_measures.txt sec. 5 (the rescaling transformation)",
            {},
            "per record",
-           record_context=rescale_context, after_masking=True),
-    Method("distr", NoParams, "column", distr_on_column,
+           record_context="rescale_context", after_masking=True),
+    Method("top_bottom_coding", TopBottomParams, "record", "threshold_on_records",
+           "top and bottom coding of continuous variables at values: above a variable's top (below its bottom) "
+           "replaced by the threshold or a given value, one rule per variable",
+           "statistical_databases_survey.txt, Top and bottom coding",
+           {"rules": {"income": {"top": 40000.0}, "tax": {"bottom": 1500.0, "bottom_value": 1000.0},
+                      "wealth": {"top": 20000.0, "top_value": 25000.0}, "hours": {"bottom": 15.0, "top": 50.0}}},
+           "record by record", record_context="threshold_context"),
+    Method("distr", NoParams, "column", "distr_on_column",
            "data distortion by probability distribution: the best-fitting distribution per variable, rank "
            "preserving",
            "sdc_methods_comparison_chapter.txt sec. 2, Data distortion by probability distribution (Distr)",
            {},
            "one variable at a time"),
-    Method("jpeg", JpegParams, "blocked", jpeg_on_block,
+    Method("jpeg", JpegParams, "blocked", "jpeg_on_block",
            "lossy compression: the file as a greyscale image, JPEG at quality q",
            "sdc_methods_comparison_chapter.txt sec. 2, Lossy compression (JPEG q)",
            {"q": 50},
            "tiles of 65,496 records in id order",
            block=BlockPlan("id", 1), fixed_block_size=TILE_ROWS),
-    Method("postmask", PostMaskParams, "blocked", postmask_on_block,
+    Method("postmask", PostMaskParams, "blocked", "postmask_on_block",
            "post-masking optimization: hill climbing that restores the original's moments while holding IL1 "
            "near p x the input's; a step after any method",
            "post_masking_optimization.txt sec. 3.2 (Algorithm 1)",
@@ -218,37 +230,46 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "originals' moments; random streams keyed by (seed, step, block); the paper's open choices and "
            "Census figures: docs/postmask.md",
            block=BlockPlan("principal", 2), carries_original=True, after_masking=True),
-    Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", synthetic_on_block,
+    Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", "synthetic_on_block",
            "synthetic data: the post-masking hill climbing from a random start with q = 1",
            "post_masking_optimization.txt sec. 5 (Synthetic microdata generation)",
            {"p": 0.3, "target_e": 0.02, "max_iter": 5000},
            "as postmask",
            block=BlockPlan("principal", 2), carries_original=True),
     Method("top_coding", CodingParams, "categorical",
-           CategoryMethod("values", coding_plan(top_coded), recoded),
+           "top_coding",
            "top coding: the last p categories of an ordinal variable recoded into one",
            "sdc_methods_comparison_chapter.txt sec. 2, Top-coding",
            {"p": 2},
            "category order declared or the sorted values; mapping applied per partition", ordinal=True),
     Method("bottom_coding", CodingParams, "categorical",
-           CategoryMethod("values", coding_plan(bottom_coded), recoded),
+           "bottom_coding",
            "bottom coding: the first p categories of an ordinal variable recoded into one",
            "sdc_methods_comparison_chapter.txt sec. 2, Bottom-coding",
            {"p": 2},
            "category order declared or the sorted values; mapping applied per partition", ordinal=True),
     Method("global_recoding", GlobalRecodingParams, "categorical",
-           CategoryMethod("values", global_recoding_plan, recoded),
+           "global_recoding",
            "global recoding: the p lowest-frequency categories recoded into one, ties by category order",
            "sdc_methods_comparison_chapter.txt sec. 2, Global recoding",
            {"p": 2},
            "exact frequencies per scope by a Dask groupby tree reduction, then per partition"),
-    Method("pram", PramParams, "categorical", CategoryMethod("values", pram_plan, prammed),
+    Method("pram", PramParams, "categorical", "pram",
            "PRAM with the Kooiman et al. Markov matrix",
            "sdc_methods_comparison_chapter.txt sec. 2, Post-Randomization Method (PRAM)",
            {"theta": 0.5},
            "frequencies by tree reduction; per record, the draw keyed by (seed, step, variable, record id)"),
+    Method("recode", RecodeParams, "categorical", "recode",
+           "recoding by the agency's own rules, one per variable: a recode map (many categories into one, inline "
+           "or from a file), interval breaks with labels (age bands), or hierarchical codes cut to a prefix",
+           "statistical_databases_survey.txt, Global recoding",
+           {"rules": {"size": {"map": {"1": 1, "2": 2, "3": 3, "4": 3, "5": 3}},
+                      "region": {"map": {"north": "north", "south": "south", "east": "east", "west": "east"}},
+                      "tenure": {"map": {"owner": "owner", "renter": "renter", "other": "renter"}}}},
+           "exact category counts per scope by a Dask groupby tree reduction, a mapping of the observed categories "
+           "per variable, applied per partition"),
     Method("local_suppression", LocalSuppressionParams, "categorical",
-           CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype),
+           "local_suppression",
            "local suppression: key values set to missing until every combination of the keys occurs at least "
            "k times (greedy on the combination table; README, A release spec)",
            "statistical_databases_survey.txt, Local suppression; k-anonymity",
@@ -256,6 +277,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "combination counts by a Dask groupby, suppressions decided on that table, applied per partition",
            on_keys=True),
 )}
+
+
+def ruled_variables(params: dict[str, Any]) -> list[str] | None:
+    """The variables named by a method's per-variable ``rules`` (recode, top_bottom_coding), which a step masks
+    unless told otherwise; None for a method without rules."""
+    rules = params.get("rules")
+    return list(rules) if isinstance(rules, dict) else None
 
 
 def is_categorical(method: str) -> bool:
@@ -270,19 +298,20 @@ def _param_error(method: str, error: dict) -> str:
     """One pydantic error of a method's parameters as our message: the parameter named and, for a value out of
     range, the allowed range its field declares (``_bounds``)."""
     name = ".".join(str(x) for x in error["loc"])
-    if error["type"] in RANGE_ERRORS:
+    if error["type"] in RANGE_ERRORS and name in METHODS[method].params.model_fields:
         allowed = _bounds(METHODS[method].params, name)
         return f"parameter '{name}' of {method} = {error['input']} is out of range: allowed {allowed}"
-    return f"parameter '{name}' of {method}: {error['msg']}"
+    return f"parameter '{name}' of {method}: {error['msg'].removeprefix('Value error, ')}"
 
 
-def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
+def validate_params(method: str, params: dict[str, Any], base_dir: str | Path = ".") -> dict[str, Any]:
     """Return the method's parameters with defaults filled in; raise ValueError naming the bad parameter (unknown,
-    of the wrong type, infinite or NaN, or outside the range its field declares, the range stated)."""
+    of the wrong type, infinite or NaN, or outside the range its field declares, the range stated). Files a
+    parameter names (a recode map, a rules file) are read relative to ``base_dir`` (a spec's directory)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
     try:
-        model = METHODS[method].params.model_validate(params)
+        model = METHODS[method].params.model_validate(params, context={"base_dir": str(base_dir)})
     except ValidationError as exc:
         raise ValueError("; ".join(_param_error(method, e) for e in exc.errors())) from None
     values = model.model_dump()
@@ -323,7 +352,13 @@ def parse_category_orders(pairs: list[str]) -> dict[str, list]:
 
 
 def _scalar(raw: str) -> Any:
-    """Return ``raw`` as int, float, bool/None or the string itself."""
+    """Return ``raw`` as int, float, bool/None or the string itself; a value in braces or brackets as the YAML (or
+    JSON) mapping or list it writes, e.g. ``rules={"age": {"breaks": [15, 65]}}``."""
+    if raw.startswith(("{", "[")):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise ValueError(f"--param value {raw[:20]!r}... is not a YAML or JSON mapping or list") from None
     for cast in (int, float):
         try:
             return cast(raw)
@@ -416,8 +451,15 @@ def param_help() -> str:
 
 def example_option(method: str) -> str:
     """The example parameters of a method as ``sdc mask`` options (``--param k=3 ...``)."""
-    return " ".join(f"--param {name}={str(value).lower() if isinstance(value, bool) else value}"
+    return " ".join(f"--param {shlex.quote(f'{name}={_option_text(value)}')}"
                     for name, value in METHODS[method].example.items())
+
+
+def _option_text(value: Any) -> str:
+    """A parameter value as ``--param`` reads it back: booleans lower case, mappings and lists as compact JSON."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
 
 
 def _cell(text: str) -> str:
@@ -449,8 +491,22 @@ def _method_section(m: Method) -> list[str]:
         lines += ["", "| parameter | type | default | bounds | description |", "|---|---|---|---|---|"]
         lines += [f"| `{p.name}` | `{_cell(p.type)}` | {_markdown_default(p)} | {p.bounds} | {p.description} |"
                   for p in infos]
+    for rule in _rule_models(m.params):
+        lines += ["", f"Each rule: {' '.join(rule.__doc__.split())}", "",
+                  "| field | type | default | bounds | description |", "|---|---|---|---|---|"]
+        lines += [f"| `{name}` | `{_cell(_type_name(f.annotation))}` | "
+                  f"{'required' if f.is_required() else f'`{f.default}`'} | {_bounds(rule, name)} | {f.description} |"
+                  for name, f in rule.model_fields.items()]
     example = f"sdc mask --method {m.name} {example_option(m.name)}".strip()
     return lines + ["", f"Example: `{example}`"]
+
+
+def _rule_models(model: type[Params]) -> list[type[Params]]:
+    """The per-variable rule models of a method's parameters: the value type of each parameter that maps
+    variables to rules."""
+    return [args[1] for f in model.model_fields.values() for args in [get_args(f.annotation)]
+            if get_origin(f.annotation) is dict and len(args) == 2 and isinstance(args[1], type)
+            and issubclass(args[1], Params)]
 
 
 def methods_markdown() -> str:

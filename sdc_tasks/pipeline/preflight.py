@@ -9,12 +9,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sdc_tasks.cluster import TlsFiles, check_tls_settings
-from sdc_tasks.io import read_input
+from sdc_tasks.errors import InputError
+from sdc_tasks.files import check_columns, input_columns
 from sdc_tasks.outputs import check_replaceable, release_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role, load_spec
-from sdc_tasks.pipeline.stages import check_roles
-from sdc_tasks.validation import check_columns
+from sdc_tasks.tls import TlsFiles, check_tls_settings
 
 
 @dataclass(frozen=True)
@@ -34,13 +33,24 @@ def preflight(spec: ReleaseSpec) -> Preflight:
     a role, an output that is or lies inside the input, or that exists and may not be replaced."""
     check_tls_settings(spec.dask.address, spec.dask_tls)
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input_format)
+    columns = input_columns(spec.input_path, spec.input_format)
     accounting = spec.column_accounting()
     named = [c for c in accounting if not (spec.create_id and c == spec.id_column)]
-    check_columns(source, named, what)
-    check_roles([c for c in source.columns if not (spec.create_id and c == spec.id_column)], spec, what)
+    check_columns(columns, named, what)
+    check_roles([c for c in columns if not (spec.create_id and c == spec.id_column)], spec, what)
     replaces = check_replaceable(spec.output_dir, spec.output.overwrite, [spec.input_path])
-    return Preflight(tuple(map(str, source.columns)), columns_by_role(accounting), replaces)
+    return Preflight(tuple(map(str, columns)), columns_by_role(accounting), replaces)
+
+
+def check_roles(columns, spec: ReleaseSpec, what: str) -> None:
+    """Raise InputError naming the columns of the input the spec gives no role (they would be published as they
+    are) and how to give them one."""
+    loose = [c for c in columns if c not in spec.column_accounting()]
+    if loose:
+        raise InputError(f"{what}: column{'s' if len(loose) > 1 else ''} {', '.join(map(repr, loose))} "
+                         f"{'have' if len(loose) > 1 else 'has'} no role in the spec: list each under variables "
+                         "(continuous or categorical to mask it, pass_through to publish it unchanged, drop or "
+                         "direct_identifiers to leave it out)")
 
 
 def release_overrides(out_dir: str | None = None, dask_address: str | None = None, workers: int | None = None,

@@ -17,7 +17,8 @@ from distributed import Client
 
 from sdc_tasks.cluster import dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
-from sdc_tasks.io import check_input_unchanged, input_identity, parquet_row_counts
+from sdc_tasks.files import check_input_unchanged, input_identity
+from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.outputs import atomic_output_dir, kept_metrics
 from sdc_tasks.pipeline.gate import failed_checks, gate_checks, refusal_message
 from sdc_tasks.pipeline.spec import ReleaseSpec

@@ -7,13 +7,13 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
-from sdc_tasks.cluster import TlsFiles, check_tls_settings
 from sdc_tasks.errors import SpecError
-from sdc_tasks.io import input_format, yaml_document
-from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.files import input_format, yaml_document
+from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
+from sdc_tasks.tls import TlsFiles, check_tls_settings
 
 OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
@@ -114,8 +114,8 @@ class StepSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _params(self) -> "StepSpec":
-        self.params = validate_params(self.method, self.params)
+    def _params(self, info: ValidationInfo) -> "StepSpec":
+        self.params = validate_params(self.method, self.params, (info.context or {}).get("base_dir", "."))
         return self
 
 
@@ -292,13 +292,16 @@ class ReleaseSpec(_Strict):
                 for v, order in self.variables.ordinal.items()}
 
     def step_variables(self, i: int) -> list[str]:
-        """The variables masked by step ``i``: its own list, or by default every variable of its method's kind
-        (continuous; categorical; the ordinal ones for top and bottom coding; the categorical keys, or else
-        every categorical variable, for local suppression; never the strata column)."""
+        """The variables masked by step ``i``: its own list, or by default those its per-variable rules name
+        (recode, top_bottom_coding), else every variable of its method's kind (continuous; categorical; the
+        ordinal ones for top and bottom coding; the categorical keys, or else every categorical variable, for
+        local suppression; never the strata column)."""
         step, roles = self.steps[i], self.variables
         method = METHODS[step.method]
         if step.variables:
             return step.variables
+        if ruled_variables(step.params):
+            return ruled_variables(step.params)
         if method.kind == "continuous":
             return list(roles.continuous)
         categorical = [v for v in roles.categorical if v != roles.strata]
@@ -360,7 +363,7 @@ def parse_spec(data: dict[str, Any], base_dir: str | Path = ".") -> ReleaseSpec:
     if not isinstance(data, dict):
         raise SpecError("a release spec must be a YAML mapping at the top level")
     try:
-        return ReleaseSpec.model_validate({**data, "base_dir": str(base_dir)})
+        return ReleaseSpec.model_validate({**data, "base_dir": str(base_dir)}, context={"base_dir": str(base_dir)})
     except ValidationError as exc:
         raise SpecError(_field_errors(exc)) from None
 

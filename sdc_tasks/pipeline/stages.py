@@ -15,14 +15,14 @@ from pathlib import Path
 
 import dask.dataframe as dd
 
-from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
-from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import block_for, mask_for
+from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
+from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import fewest_records, load_checked
@@ -74,17 +74,6 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
                             roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
     return facts
-
-
-def check_roles(columns, spec: ReleaseSpec, what: str) -> None:
-    """Raise InputError naming the columns of the input the spec gives no role (they would be published as they
-    are) and how to give them one."""
-    loose = [c for c in columns if c not in spec.column_accounting()]
-    if loose:
-        raise InputError(f"{what}: column{'s' if len(loose) > 1 else ''} {', '.join(map(repr, loose))} "
-                         f"{'have' if len(loose) > 1 else 'has'} no role in the spec: list each under variables "
-                         "(continuous or categorical to mask it, pass_through to publish it unchanged, drop or "
-                         "direct_identifiers to leave it out)")
 
 
 def original_records(spec: ReleaseSpec, checkpoint: Path) -> dd.DataFrame:
@@ -160,11 +149,29 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     original = original_records(spec, paths.checkpoint)
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
+    seen = intruder_view(spec, original)
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
+
+
+def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
+    """The original as an intruder sees it through the release's published recodes: the spec's ``recode`` steps
+    (deterministic rules, documented with the release) applied to it in order, so that its keys and the masked
+    file's are in the same categories for linkage; None when the spec has no recode step. Keep the result alive
+    until its frame is computed (it pins its scratch files)."""
+    steps = [i for i, s in enumerate(spec.steps) if s.method == "recode"]
+    if not steps:
+        return None
+    frame, pinned = original, []
+    for i in steps:
+        staged = apply_step(frame, "recode", spec.step_variables(i), spec.steps[i].params,
+                            StepContext(spec.seed, i, spec.id_column, spec.variables.strata))
+        frame = staged.frame
+        pinned.append(staged)
+    return Staged(frame, 0, tuple(pinned))
 
 
 def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:

@@ -13,7 +13,7 @@ from time import perf_counter, time
 from typing import Any, Iterator, Literal
 
 from sdc_tasks import __version__
-from sdc_tasks.io import tree_checksums, write_json
+from sdc_tasks.files import tree_checksums, write_json
 from sdc_tasks.pipeline.gate import GateCheck
 from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role
 from sdc_tasks.pipeline.stages import MASKED_DIR
