@@ -25,7 +25,7 @@ from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
-from sdc_tasks.validation import fewest_records, load_checked
+from sdc_tasks.validation import check_households, fewest_records, load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
@@ -65,14 +65,17 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input.format)
+    source = read_input(spec.input_path, spec.input.format, labels=spec.input.value_labels == "labels")
     check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
-    _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
-                            roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
+    checked, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id,
+                                  named, roles.strata, group_sizes, source=source, checkpoint=checkpoint,
+                                  weight=roles.weight)
+    if spec.households is not None:
+        check_households(checked, spec.households.id, spec.households.variables, what)
     return facts
 
 
@@ -150,10 +153,14 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
     seen = intruder_view(spec, original)
+    household = spec.households.id if spec.households is not None else None
+    if household is not None and household not in masked.columns:  # left out of the release: joined back by id
+        masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left")
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight, intruder_original=seen.frame if seen else None)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None,
+                       sensitive=list(roles.sensitive), household=household)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
