@@ -8,7 +8,7 @@ driver, of the largest worker and of all processes (benchmarks/peak_memory.py); 
 written files are equal.
 
 Usage: python benchmarks/mask_step_memory.py [--rows 1000000 10000000] [--paths column fold] [--strata 0]
-       [--json figures.json]
+       [--variables 13] [--json figures.json]
 Not part of the test suite.
 """
 
@@ -34,21 +34,21 @@ GIB = 2**30
 THRESHOLDS = {"column": 2**62, "fold": 1}
 
 
-def step_figures(data: Path, out: Path, rows: int, path: str, strata: bool, workers: int) -> dict:
-    """Run the rank-swapping step by one path and return its time and peak memory."""
+def step_figures(data: Path, out: Path, rows: int, path: str, strata: bool, workers: int, variables: list[str]) -> dict:
+    """Run the rank-swapping step on ``variables`` by one path and return its time and peak memory."""
     A.FOLD_MIN_RECORDS = THRESHOLDS[path]
     ctx = A.StepContext(seed=1, step=0, id_column="record_id", strata="stratum" if strata else None)
     with dask_client(workers=workers), PeakRSS() as mem:
         start = time.time()
-        staged = apply_step(read_table(data, "parquet"), "rankswap", list(CENSUS_VARIABLES),
+        staged = apply_step(read_table(data, "parquet"), "rankswap", variables,
                             validate_params("rankswap", {"p": 15}), ctx, work_dir=out.parent / f"scratch-{path}")
         write_parquet(staged.frame, out)
         end = time.time()
     peak = mem.between(start, end)
-    figures = {"rows": rows, "path": path, "strata": strata, "seconds": end - start,
+    figures = {"rows": rows, "path": path, "strata": strata, "variables": len(variables), "seconds": end - start,
                "rss_driver_gib": peak.driver / GIB, "rss_worker_gib": peak.worker / GIB,
                "rss_all_gib": peak.total / GIB}
-    print(f"rows={rows} path={path} strata={strata}: {end - start:8.1f} s  RSS driver {peak.driver / GIB:5.2f}  "
+    print(f"rows={rows} path={path} strata={strata} variables={len(variables)}: {end - start:8.1f} s  RSS driver {peak.driver / GIB:5.2f}  "
           f"largest worker {peak.worker / GIB:5.2f}  all {peak.total / GIB:5.2f} GiB", flush=True)
     return figures
 
@@ -60,6 +60,7 @@ def main() -> None:
     ap.add_argument("--paths", nargs="+", choices=sorted(THRESHOLDS), default=["column", "fold"])
     ap.add_argument("--strata", type=int, default=0, help="number of strata in the generated records (0: none)")
     ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--variables", type=int, default=len(CENSUS_VARIABLES), help="swap the first N variables")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     figures = []
@@ -68,7 +69,9 @@ def main() -> None:
             data = Path(tmp) / "data"
             write_synthetic(data, rows, seed=7, strata=args.strata, rows_per_file=250_000)
             outs = {p: Path(tmp) / f"out-{p}" for p in args.paths}
-            figures += [step_figures(data, outs[p], rows, p, args.strata > 0, args.workers) for p in args.paths]
+            variables = list(CENSUS_VARIABLES)[:args.variables]
+            figures += [step_figures(data, outs[p], rows, p, args.strata > 0, args.workers, variables)
+                        for p in args.paths]
             if len(outs) == 2:
                 a, b = (pd.read_parquet(o) for o in outs.values())
                 print(f"rows={rows}: the two paths' files are {'equal' if a.equals(b) else 'DIFFERENT'}", flush=True)
