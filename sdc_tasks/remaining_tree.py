@@ -43,7 +43,7 @@ def _leaves_of(n, perm, start, stop, left):
 
 
 @numba.njit(cache=True)
-def _far_bound(q, lo, hi, node):
+def far_bound(q, lo, hi, node):
     """Largest squared distance from ``q`` to a point of ``node``'s box, summed left to right: never below the
     computed squared distance of a point in the box (each term rounds no smaller)."""
     s = 0.0
@@ -86,30 +86,39 @@ def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive,
 
 
 @numba.njit(cache=True)
-def farthest_point(q, points, perm, start, stop, left, right, alive, count, lo, hi):
-    """Index of the remaining point most distant from ``q`` (squared Euclidean), the lowest index among equally
-    distant ones; -1 when none remains."""
+def farthest_point(q, skip, points, perm, start, stop, left, right, alive, count, lo, hi):
+    """Index of the remaining point other than ``skip`` (-1: none skipped) most distant from ``q`` (squared
+    Euclidean), the lowest index among equally distant ones; -1 when none remains.
+
+    Boxes are visited farthest corner first, each child's bound computed once and kept on the stack beside it;
+    a box whose farthest corner is nearer than the best point found is not opened."""
     best, best_i = -1.0, -1
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
-    top = 1
+    bounds = np.empty(STACK_DEPTH)
+    bounds[0] = np.inf
+    top = 1 if count[0] > 0 else 0
     while top > 0:
         top -= 1
         node = nodes[top]
-        if count[node] == 0 or _far_bound(q, lo, hi, node) < best:
+        if bounds[top] < best:
             continue
         if left[node] < 0:
             for a in range(start[node], stop[node]):
                 i = perm[a]
-                if alive[i]:
+                if alive[i] and i != skip:
                     dist = squared_distance(q, points, i)
                     if dist > best or (dist == best and i < best_i):
                         best, best_i = dist, i
             continue
         a, b = left[node], right[node]
-        if _far_bound(q, lo, hi, a) < _far_bound(q, lo, hi, b):
-            a, b = b, a
-        nodes[top], nodes[top + 1] = b, a
-        top += 2
+        bound_a = far_bound(q, lo, hi, a) if count[a] > 0 else -1.0
+        bound_b = far_bound(q, lo, hi, b) if count[b] > 0 else -1.0
+        if bound_a < bound_b:
+            a, b, bound_a, bound_b = b, a, bound_b, bound_a
+        for child, bound in ((b, bound_b), (a, bound_a)):
+            if bound >= best and bound >= 0.0:
+                nodes[top], bounds[top] = child, bound
+                top += 1
     return best_i
 
 

@@ -29,7 +29,7 @@ def test_searches_match_brute_force_after_removals(seed, n, p, tied, removed, kk
     q = rng.standard_normal(p) if not tied else rng.integers(0, 3, size=p).astype(float)
     d = ((z[rows] - q) ** 2).sum(axis=1)
     far = rows[np.lexsort((rows, -d))][0]
-    assert farthest_point(q, z, perm, start, stop, left, right, alive, count, lo, hi) == far
+    assert farthest_point(q, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == far
     c = rows[rng.integers(len(rows))]
     others = rows[rows != c]
     want = _brute_order(((z[others] - z[c]) ** 2).sum(axis=1), others)[:kk]
@@ -44,7 +44,7 @@ def test_removing_every_point_empties_the_tree():
     perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, 4)
     for i in range(19):
         remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
-    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == 19
+    assert farthest_point(np.zeros(2), -1, z, perm, start, stop, left, right, alive, count, lo, hi) == 19
     remove_point(19, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
     assert count[0] == 0
-    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == -1
+    assert farthest_point(np.zeros(2), -1, z, perm, start, stop, left, right, alive, count, lo, hi) == -1

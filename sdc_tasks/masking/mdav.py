@@ -83,7 +83,7 @@ def _remaining_sums(z, alive):
 def _tree_most_distant(z, v, tree):
     """The remaining record most distant from ``v`` (lowest row index among ties; survey, MDAV steps 1, 2, 5b)."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
-    return farthest_point(v, z, perm, start, stop, left, right, alive, count, lo, hi)
+    return farthest_point(v, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
 
 
 @numba.njit(cache=True)
