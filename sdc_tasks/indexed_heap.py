@@ -9,7 +9,6 @@ kept beside the heap is what lets a row's key change in place.
 from __future__ import annotations
 
 import numba
-import numpy as np
 
 
 @numba.njit(cache=True)

@@ -2,8 +2,9 @@
 reference the faster kernel must equal group for group: every question answered by a scan of the remaining rows,
 the most distant pair found from cached upper bounds made exact by full scans.
 
-Run as a script it prints the SHA-256 of its labels for the 12,000-record blocks that tests/test_md_kernel.py
-checks by hash (too slow to recompute in every test run)."""
+Run as a script (``PYTHONPATH=. python tests/md_scan_reference.py``) it prints the SHA-256 of its labels for the
+12,000-record blocks that tests/test_md_kernel.py checks by hash (seconds each by scans: too slow to recompute in
+every test run)."""
 
 from __future__ import annotations
 
@@ -86,3 +87,30 @@ def scan_md_labels(z, k):
     for a in range(m):
         labels[rem[a]] = g
     return labels
+
+
+def large_blocks() -> dict[str, tuple[np.ndarray, int]]:
+    """The 12,000-record blocks checked by hash, with their k: Census-like generated records (sdc_tasks.generate,
+    seed 5) standardized, three, four and all 13 attributes, k = 3; integer values 0..5 in three attributes (ties
+    and duplicated rows everywhere), k = 5."""
+    from sdc_tasks.generate import census_model, census_reference, synthetic_chunk
+
+    x = synthetic_chunk(census_model(census_reference()), 12000, 5, 0, 0).drop(columns="record_id").to_numpy()
+    z = (x - x.mean(axis=0)) / x.std(axis=0)
+    ints = np.random.default_rng(20).integers(0, 6, size=(12000, 3)).astype(float)
+    return {
+        "census-like 3": (np.ascontiguousarray(z[:, :3]), 3),
+        "census-like 4": (np.ascontiguousarray(z[:, 9:]), 3),
+        "census-like 13": (z, 3),
+        "integers 3": (ints, 5),
+    }
+
+
+def labels_digest(labels: np.ndarray) -> str:
+    """SHA-256 of the labels as int64 bytes."""
+    return hashlib.sha256(np.ascontiguousarray(labels, dtype=np.int64).tobytes()).hexdigest()
+
+
+if __name__ == "__main__":
+    for name, (block, k) in large_blocks().items():
+        print(f"{name!r}: {labels_digest(scan_md_labels(block, k))!r},")

@@ -67,7 +67,7 @@ def _diameter_end(z, tree, heap, reach, exact, partner, radius, by_radius, curso
     partner found for the row remains; the heap keeps the rows by bound, the lowest row first among equal ones.
     The row on top is refreshed with ``_cheap_reach`` or, when that does not lower it, made exact by a tree
     search, until an exact one is on top: then no row can exceed it or equal it with a lower index."""
-    perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
+    perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
     order, where, size = heap
     while True:
         row = order[0]
@@ -107,7 +107,7 @@ def _md_labels(z, k):
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
     tree = remaining_tree(z, LEAF_SIZE)
-    perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
+    perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
     radius, by_radius = _radii(z)
     cursor = np.zeros(1, np.int64)
     reach = np.empty(n)
