@@ -2,8 +2,8 @@
 lowest row among equal keys (the tie rule of a scan in row order), any row's key changed or the row removed in
 O(log n).
 
-Williams (1964), "Algorithm 232: Heapsort" (the binary heap; docs/references.md); the position of each row
-kept beside the heap is what lets a row's key change in place.
+Williams 1964, "Algorithm 232: Heapsort" (the binary heap; docs/references.md); the position of each row kept
+beside the heap is what lets a row's key change in place.
 """
 
 from __future__ import annotations
