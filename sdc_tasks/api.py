@@ -30,10 +30,11 @@ from sdc_tasks.arguments import (
     checked_params,
     column_names,
     dask_frame,
-    is_csv,
     is_path,
+    is_single_file,
     output_of,
     source_of,
+    write_single_file,
 )
 from sdc_tasks.comparison.outputs import comparison
 from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
@@ -42,7 +43,7 @@ from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
-from sdc_tasks.masking.registry import METHODS, method_catalogue
+from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
@@ -71,7 +72,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
     """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
     method ran in and the role of every column (``sdc mask`` reports both)."""
     params = checked_params(method, dict(params))
-    variables = column_names(vars)
+    variables = column_names(vars) or ruled_variables(params)
     check_roles(method, variables, id_column, strata, original)
     orders = checked_orders(ordinal)
     check_kind(data, "data")
@@ -95,8 +96,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders))
-        if target is not None and is_csv(out):
-            staged.frame.compute().to_csv(target, index=False)
+        if target is not None and is_single_file(out):
+            write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:
             write_parquet(staged.frame, target)
         if isinstance(data, pd.DataFrame):
@@ -190,7 +191,8 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
              key_vars: str | Sequence[str] | None = None, families: Sequence[str] | None = None,
              id_column: str = "record_id", pairing: str = "auto", categorical: str | Sequence[str] | None = None,
              ordinal: Mapping[str, Sequence] | None = None, weight: str | None = None, reference: Data | None = None,
-             client: Any = None, workers: int | None = None) -> Metrics:
+             sensitive: str | Sequence[str] | None = None, household: str | None = None, client: Any = None,
+             workers: int | None = None) -> Metrics:
     """Measure the information loss and disclosure risk of masked records against the originals, as
     ``sdc evaluate`` does (the same metrics.json keys and values).
 
@@ -208,7 +210,8 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
     key_vars : str or list of str, optional
         The intruder's key variables in order (default: the first seven variables).
     families : list of str, optional
-        Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk).
+        Metric families (default il, pil, dld, pld, id; also dld_published, pld_published, cat_il, cat_risk, suda,
+        ldiversity).
     id_column : str, default "record_id"
         The column pairing the records.
     pairing : {"auto", "id", "nearest"}, default "auto"
@@ -222,6 +225,11 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         Sampling weight column of the masked data (individual risk).
     reference : DataFrame or path, optional
         Reference records for EBIL_RF and PRIL_RF.
+    sensitive : str or list of str, optional
+        Sensitive variables of the ldiversity family (l-diversity and t-closeness within the key combinations).
+    household : str, optional
+        Household id column of the masked data: with ``weight``, cat_risk adds the household risk (the probability
+        that at least one member is re-identified, as sdcMicro's measure_risk with hid).
     client, workers : distributed.Client, int, optional
         Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
         the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
@@ -255,7 +263,7 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         values = evaluate_paths(sources[0], sources[1], id_column, column_names(vars), column_names(key_vars),
                                 DEFAULT_FAMILIES if families is None else tuple(column_names(families) or ()), pairing,
                                 categorical=column_names(categorical), ordinal=checked_orders(ordinal), weight=weight,
-                                reference=sources[2])
+                                reference=sources[2], sensitive=column_names(sensitive), household=household)
     return Metrics(values)
 
 

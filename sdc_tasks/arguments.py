@@ -14,6 +14,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from sdc_tasks.errors import InputError
+from sdc_tasks.files import STATISTICAL_SUFFIXES, input_format
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
@@ -110,9 +111,28 @@ def check_roles(method: str, variables: list[str] | None, id_column: str, strata
         raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
 
 
-def is_csv(out: PathLike) -> bool:
-    """Whether an output is written as one CSV file (a .csv name) rather than a Parquet dataset directory."""
-    return Path(out).suffix.lower() == ".csv"
+SINGLE_FILE_SUFFIXES = (".csv", ".sav", ".zsav", ".dta", ".xpt")
+"""Outputs written as one file: CSV, and the statistical packages' formats pyreadstat writes (SPSS, Stata, SAS
+transport); any other name is a Parquet dataset directory."""
+
+
+def is_single_file(out: PathLike) -> bool:
+    """Whether an output is written as one file (SINGLE_FILE_SUFFIXES) rather than a Parquet dataset directory."""
+    return Path(out).suffix.lower() in SINGLE_FILE_SUFFIXES
+
+
+def write_single_file(frame: pd.DataFrame, target: Path, out: PathLike, source: Any) -> None:
+    """Write ``frame`` to ``target`` (the temporary name of ``out``) as the format ``out``'s suffix names: CSV, or an
+    SPSS, Stata or SAS transport file carrying the value labels of a statistical-package ``source`` (for the
+    variables still holding the codes they label)."""
+    if Path(out).suffix.lower() == ".csv":
+        frame.to_csv(target, index=False)
+        return
+    from sdc_tasks.statistical_files import value_labels, write_statistical
+
+    fmt = input_format(source, "auto") if is_path(source) else None
+    labels = value_labels(source, fmt) if fmt in STATISTICAL_SUFFIXES.values() else None
+    write_statistical(frame, Path(target), Path(out).suffix.lower(), labels)
 
 
 def output_of(out: PathLike | None, overwrite: bool, inputs: list[Any]) -> contextlib.AbstractContextManager:
@@ -121,5 +141,5 @@ def output_of(out: PathLike | None, overwrite: bool, inputs: list[Any]) -> conte
     None."""
     if out is None:
         return contextlib.nullcontext()
-    writer = atomic_output_file if is_csv(out) else atomic_output_dir
+    writer = atomic_output_file if is_single_file(out) else atomic_output_dir
     return writer(out, overwrite, inputs=[d for d in inputs if is_path(d)])

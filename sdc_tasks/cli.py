@@ -276,6 +276,10 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                                    "order, VAR=c1,c2,... (repeatable; others are nominal)"),
                  weight: Optional[str] = typer.Option(None, help="sampling weight column of the masked file "
                                                       "(individual risk)"),
+                 sensitive: Optional[str] = typer.Option(None, help="sensitive variables of the ldiversity family, "
+                                                         "comma-separated (none a key)"),
+                 household: Optional[str] = typer.Option(None, help="household id column of the masked file: with "
+                                                         "--weight, cat_risk adds the household risk"),
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
@@ -297,7 +301,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
-                           reference=reference)
+                           reference=reference, sensitive=_split(sensitive), household=household)
         text = json_text(dict(metrics))
         if tmp_file:
             tmp_file.write_text(text + "\n")
@@ -305,7 +309,7 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
 
 
 @app.command("mask")
-def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)"),
+def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPSS, Stata or SAS)"),
              method: str = typer.Option(..., help=method_help()),
              param: list[str] = typer.Option([], help=param_help()),
              vars: Optional[str] = typer.Option(None, help="variables to mask, comma-separated, never the id or "
@@ -318,7 +322,9 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet)")
              seed: int = typer.Option(0, help="random seed"),
              id_col: str = typer.Option("record_id", help="id column (created from row positions if absent)"),
              strata: Optional[str] = typer.Option(None, help="mask within each value of this column"),
-             out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv file"),
+             out: Path = typer.Option(..., help="output: a Parquet dataset directory, or a .csv, SPSS .sav, Stata "
+                                      ".dta or SAS transport .xpt file (value labels of an SPSS/Stata input "
+                                      "kept where the codes are)"),
              overwrite: bool = typer.Option(False, help="replace an existing output (a directory only if sdc wrote "
                                             "it)"),
              original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "

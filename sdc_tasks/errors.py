@@ -96,7 +96,12 @@ def value_free(stage: str) -> Iterator[None]:
     except Exception as exc:
         if raised_by_us(exc):
             raise
-        raise stage_failure(stage, exc) from None
+        failure = stage_failure(stage, exc)
+        try:
+            raise failure from None
+        except StageFailed:
+            failure.__context__ = None  # unlinked: a pickle (tblib's reducer, which Dask installs, included) holds
+            raise                       # no trace of the original
 
 
 class _WithheldComputeFailures(logging.Filter):

@@ -20,9 +20,14 @@ import yaml
 from sdc_tasks.errors import InputError
 from sdc_tasks.reserved import reserved_role
 
+STATISTICAL_SUFFIXES = {".sav": "sav", ".zsav": "sav", ".dta": "dta", ".sas7bdat": "sas7bdat", ".xpt": "xpt"}
+"""The statistical packages' file formats (read by ``sdc_tasks.statistical_files``), by suffix."""
+FORMATS = ("csv", "parquet", *dict.fromkeys(STATISTICAL_SUFFIXES.values()))
+
 
 def detect_format(path: str | Path) -> str:
-    """Return ``"csv"`` or ``"parquet"`` for a file or a dataset directory."""
+    """Return the format of a file or a dataset directory: "csv", "parquet", or a statistical package's ("sav",
+    "dta", "sas7bdat", "xpt")."""
     p = Path(path)
     if not p.exists():
         raise InputError(f"input not found: {p}")
@@ -37,7 +42,10 @@ def detect_format(path: str | Path) -> str:
         return "parquet"
     if suffix in (".csv", ".txt"):
         return "csv"
-    raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file or a Parquet dataset directory")
+    if suffix in STATISTICAL_SUFFIXES:
+        return STATISTICAL_SUFFIXES[suffix]
+    raise InputError(f"cannot tell the format of {p}: use a .csv or .parquet file, a Parquet dataset directory or "
+                     "an SPSS (.sav), Stata (.dta) or SAS (.sas7bdat, .xpt) file")
 
 
 def input_format(path: str | Path, fmt: str) -> str:
@@ -68,15 +76,28 @@ def check_files(path: Path, fmt: str) -> None:
         if not (entry.is_file() or entry.is_dir()):
             raise InputError(f"input {entry} is not a regular file (a FIFO, device, socket or broken link): "
                              "refusing to read it")
-    if fmt not in ("csv", "parquet"):
-        raise InputError(f"unknown input format {fmt!r}: use csv or parquet")
+    if fmt not in FORMATS:
+        raise InputError(f"unknown input format {fmt!r}: use {', '.join(FORMATS)}")
+    if path.is_dir() and fmt not in ("csv", "parquet"):
+        raise InputError(f"input {path} is a directory: a {fmt} input is one file")
     files = dataset_files(path, fmt)
-    columns = [_csv_header(f) if fmt == "csv" else _parquet_columns(f) for f in files]
+    columns = [file_columns(f, fmt) for f in files]
     for f, cols in zip(files, columns):
         _check_names([name for name, _ in cols], f)
         if cols != columns[0]:
             raise InputError(f"{f} and {files[0]} are files of one dataset with different columns: "
                              f"{_difference(cols, columns[0])}")
+
+
+def file_columns(path: Path, fmt: str) -> list[tuple[str, str]]:
+    """(name, type) of each column of one file of the input, from its header or footer."""
+    if fmt == "csv":
+        return _csv_header(path)
+    if fmt == "parquet":
+        return _parquet_columns(path)
+    from sdc_tasks.statistical_files import statistical_columns  # pyreadstat and pandas only for such files
+
+    return statistical_columns(path, fmt)
 
 
 def dataset_files(path: Path, fmt: str) -> list[Path]:
@@ -292,7 +313,7 @@ def input_columns(path: str | Path, fmt: str = "auto") -> list[str]:
     first = dataset_files(p, fmt)
     if not first:
         raise InputError(f"input directory {p} holds no {fmt} files")
-    columns = [name for name, _ in (_csv_header(first[0]) if fmt == "csv" else _parquet_columns(first[0]))]
+    columns = [name for name, _ in file_columns(first[0], fmt)]
     if not columns:
         raise InputError(f"input {p} has no columns")
     check_reserved_names(columns, p)

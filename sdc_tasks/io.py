@@ -16,6 +16,7 @@ from dask.utils import parse_bytes
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.errors import InputError
 from sdc_tasks.files import check_files, check_reserved_names, dataset_files, input_format, reader_reason
+from sdc_tasks.statistical_files import READERS, read_statistical
 
 WHOLE_SAMPLE_BYTES = 16 * 2**20  # a CSV file up to this size has its column types inferred from every row
 
@@ -30,13 +31,16 @@ def _type_sample(path: Path) -> dict:
 
 
 def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB",
-               dtype: dict[str, str] | None = None) -> dd.DataFrame:
+               dtype: dict[str, str] | None = None, labels: bool = False) -> dd.DataFrame:
     """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers);
-    ``dtype`` forces the type of CSV columns (default: inferred). The files are checked first (:func:`check_files`),
-    so Dask never opens a FIFO or meets a header or schema it would change or fail on."""
+    ``dtype`` forces the type of CSV columns (default: inferred); ``labels``: an SPSS, Stata or SAS file's labelled
+    variables read as their value labels rather than their codes. The files are checked first
+    (:func:`check_files`), so Dask never opens a FIFO or meets a header or schema it would change or fail on."""
     p = Path(path)
     fmt = input_format(p, fmt)
     check_files(p, fmt)
+    if fmt in STATISTICAL_FORMATS:
+        return read_statistical(p, fmt, labels)
     try:
         if fmt == "parquet":
             ddf = _decoded(dd.read_parquet(str(p), index=False), dataset_files(p, fmt)[0])  # index stays a column
@@ -53,6 +57,7 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     return ddf
 
 
+STATISTICAL_FORMATS = tuple(READERS)
 MANY_FILES = 100  # a dataset directory of more files than this has its small files' partitions merged
 IN_MEMORY_BYTES = 64 * 2**20  # many small files adding up to at most this are read once and held in memory
 
@@ -73,10 +78,11 @@ def _merged_small_files(ddf: dd.DataFrame, files: list[Path], blocksize: int | s
         return merged
 
 
-def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None) -> dd.DataFrame:
+def read_input(path: str | Path, fmt: str = "auto", dtype: dict[str, str] | None = None,
+               labels: bool = False) -> dd.DataFrame:
     """:func:`read_table` for a file given by the user: also refuses a column whose name collides with the
     pipeline's own column names (sdc_tasks.reserved)."""
-    ddf = read_table(path, fmt, dtype=dtype)
+    ddf = read_table(path, fmt, dtype=dtype, labels=labels)
     check_reserved_names(ddf.columns, path)
     return ddf
 

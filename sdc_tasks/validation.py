@@ -287,3 +287,18 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
     _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False, weight=weight)
     raise InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "
                      "write it with one type throughout")
+
+
+def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str) -> None:
+    """Raise InputError naming the household id column when records lack it (how many), or a household-level
+    variable that takes more than one value within some households (how many households, never which values)."""
+    missing = ddf[household].isna().sum()
+    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in variables]
+    counts = dask.compute(missing, *varying)
+    if counts[0]:
+        raise InputError(f"{what}: household id column {household!r} is missing in {int(counts[0])} records: every "
+                         "person needs a household")
+    for v, broken in zip(variables, counts[1:]):
+        if broken:
+            raise InputError(f"{what}: household-level variable {v!r} differs between the members of "
+                             f"{int(broken)} households (households.variables must be the same for every member)")

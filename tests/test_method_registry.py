@@ -6,6 +6,7 @@ naming the parameter."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -49,7 +50,7 @@ def test_every_row_has_a_source_a_summary_and_valid_example_params(name):
 
 @pytest.mark.parametrize("name", list(METHODS))
 def test_example_as_cli_options_parses_back(name):
-    words = example_option(name).split()
+    words = shlex.split(example_option(name))
     assert words[::2] == ["--param"] * (len(words) // 2)
     assert parse_cli_params(words[1::2]) == METHODS[name].example
 
@@ -57,10 +58,10 @@ def test_example_as_cli_options_parses_back(name):
 def test_catalogue_has_every_method_in_registry_order():
     catalogue = method_catalogue()
     assert [m.name for m in catalogue] == list(METHODS)
-    assert len(catalogue) == 20
+    assert len(catalogue) == 22
     by_name = {m.name: m for m in catalogue}
     assert {n for n, m in by_name.items() if m.kind == "categorical"} == {
-        "top_coding", "bottom_coding", "global_recoding", "pram", "local_suppression"}
+        "top_coding", "bottom_coding", "global_recoding", "pram", "recode", "local_suppression"}
     assert {n for n, m in by_name.items() if m.after_masking} == {"rescale", "postmask"}
     assert {n for n, m in by_name.items() if m.ordinal} == {"top_coding", "bottom_coding"}
     assert by_name["jpeg"].shape == "blocked" and by_name["rankswap"].shape == "column"

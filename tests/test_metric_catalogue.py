@@ -66,10 +66,11 @@ def run(original: pd.DataFrame, masked: pd.DataFrame, families: tuple[str, ...],
 
 @pytest.fixture(scope="module")
 def full() -> dict:
-    """Every family at once on testdata.csv, with a weight column and a reference file."""
+    """Every family at once on testdata.csv, with a weight column, a reference file, households and two sensitive
+    variables."""
     original, masked = households()
     return run(original, masked, cat.FAMILIES, categorical=CATEGORICAL, weight="sampling_weight",
-               reference=dd.from_pandas(original, npartitions=1))
+               reference=dd.from_pandas(original, npartitions=1), sensitive=["water", "electcon"], household="ori_hid")
 
 
 @pytest.fixture(scope="module")
@@ -154,7 +155,8 @@ def test_a_family_alone_gives_exactly_its_rows():
     assert list(FAMILY_UNITS) == list(cat.FAMILIES)
     original, masked = households(rows=300)
     for family in cat.FAMILIES:
-        kw = {"categorical": CATEGORICAL, "weight": "sampling_weight"} if family in cat.CATEGORICAL_FAMILIES else {}
+        kw = {"categorical": CATEGORICAL, "weight": "sampling_weight", "sensitive": ["electcon"]} \
+            if family in cat.CATEGORICAL_FAMILIES else {}
         metrics = run(original, masked, (family,), **kw)
         named = {cat.measure_of(k).family for k in metrics} - {cat.SCORE, cat.DIAGNOSTIC, cat.BOOKKEEPING}
         assert named == {family}

@@ -224,6 +224,9 @@ def call_for(name: str, df: pd.DataFrame) -> dict:
     args = {"vars": ["AGI", "FICA"], **method.example}
     if method.kind == "categorical":
         args["vars"] = ["grade"]
+    if "rules" in method.example:  # per-variable rules (recode, top_bottom_coding) written for these variables
+        args["rules"] = {v: {"prefix": 1} if method.kind == "categorical" else {"top": float(df[v].min())}
+                         for v in args["vars"]}
     if method.ordinal:
         args["ordinal"] = {"grade": ["g0", "g1", "g2", "g3"]}
     if method.after_masking:

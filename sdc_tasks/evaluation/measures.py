@@ -9,13 +9,14 @@ pairs the records and sketches the moments once, and loops over the requested fa
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import dask
 import dask.dataframe as dd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, CategoricalContext, check_categorical
+from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, LDIVERSITY, SUDA, CategoricalContext, check_categorical
 from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
@@ -28,7 +29,8 @@ from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
-FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK)}
+FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK, LDIVERSITY,
+                                    SUDA)}
 
 
 def _units(families: tuple[str, ...]) -> list:
@@ -55,7 +57,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
-             reference: dd.DataFrame | None = None) -> dict:
+             reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
+             sensitive: list[str] = (), household: str | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -63,8 +66,12 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     indiv_risk_*) on the categorical key variables (:func:`categorical_keys`); docs/categorical.md.
 
     ``ordinal``: category order of each ordinal categorical variable (others are nominal); ``reference``: the
-    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original). Categorical measures pair
-    records by id."""
+    file whose category distribution gives EBIL_RF/PRIL_RF (default: the original); ``intruder_original``: the
+    original as an intruder sees it through the release's published recodes (its keys recoded by the same
+    rules), which ``cat_risk`` links the masked records to (default: the original; ``cat_il`` always measures
+    against the original); ``sensitive``: the variables ``ldiversity`` measures within the key combinations
+    (none of them a key); ``household``: the household id column of the masked file, which with ``weight`` adds
+    the household risk to ``cat_risk``. Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
@@ -74,12 +81,16 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
                               other, pairing, cell_rows, pld_cell_rows) if other else {}
     if not cat_families:
         return out
-    check_categorical(categorical, keys, ordinal, cat_families)
+    sensitive = list(sensitive) if "ldiversity" in cat_families else []
+    check_categorical(categorical, keys, ordinal, cat_families, sensitive)
     if pairing == "nearest":
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
     check_columns(original.columns, [id_col, *cols], "original file")
-    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else [])], "masked file")
+    if household and not weight:
+        raise InputError(f"household {household!r}: the household risk needs the sampling weight column (weight)")
+    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else []), *sensitive,
+                                   *([household] if household else [])], "masked file")
     if reference is not None:
         check_columns(reference.columns, categorical, "reference file")
     pairs = paired(original, masked, id_col, cols).persist()
@@ -89,8 +100,14 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the same "
                          f"{id_col!r} (categorical measures pair records by id)")
     out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
-    ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked)
-    out.update(family_measures(_units(cat_families), ctx))
+    ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked,
+                             sensitive=tuple(sensitive), household=household)
+    seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
+    out.update(family_measures(_units(tuple(f for f in cat_families
+                                            if not (seen_through_recodes and f == "cat_risk"))), ctx))
+    if seen_through_recodes:
+        seen = paired(intruder_original, masked, id_col, cols).persist()
+        out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
     return finite_metrics(out)
 
 
@@ -149,13 +166,15 @@ def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.
                    families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
                    cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
                    categorical: list[str] | None = None, ordinal: dict[str, list] | None = None,
-                   weight: str | None = None, reference: str | Path | dd.DataFrame | None = None) -> dict:
+                   weight: str | None = None, reference: str | Path | dd.DataFrame | None = None,
+                   sensitive: list[str] | None = None, household: str | None = None) -> dict:
     """Evaluate two files (CSV or Parquet) or Dask DataFrames after checking both (validation.load_checked).
     One without ``id_col`` gets ids from its row positions; variables default to the original's numeric columns
     but the categorical and weight columns (the masked file must have them all; none are needed when only
     categorical families are asked for), keys to the first seven variables. Categorical columns may hold codes
     or text and, in the masked file, missing values; ``reference``: a file with the categorical columns (EBIL_RF,
-    PRIL_RF)."""
+    PRIL_RF); ``sensitive``: the variables of ``ldiversity``; ``household``: the household id column (household
+    risk); the masked file must have them."""
     check_options(families, pairing)
     categorical = list(categorical or [])
     continuous = [f for f in families if f not in CATEGORICAL_FAMILIES]
@@ -167,9 +186,10 @@ def evaluate_paths(original: str | Path | dd.DataFrame, masked: str | Path | dd.
     numeric = [*variables, *(k for k in key_vars if k not in categorical)]
     a, _ = load_checked(original, id_col, numeric, input_name("original", original), required=categorical)
     b, _ = load_checked(masked, id_col, [*numeric, *([weight] if weight else [])], input_name("masked", masked),
-                        required=categorical, weight=weight)
+                        required=[*categorical, *(sensitive or []), *([household] if household else [])],
+                        weight=weight)
     check_pairing_ids(a, b, id_col)
     ref = load_checked(reference, id_col, [], input_name("reference", reference), required=categorical)[0] \
         if reference is not None else None
     return evaluate(a, b, id_col, variables, key_vars, families, pairing, cell_rows, pld_cell_rows, categorical,
-                    ordinal, weight, ref)
+                    ordinal, weight, ref, sensitive=list(sensitive or []), household=household)

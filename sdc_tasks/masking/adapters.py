@@ -38,6 +38,7 @@ from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
 from sdc_tasks.masking.postmask import post_mask, random_start
 from sdc_tasks.masking.rankswap import rank_swap_column
+from sdc_tasks.masking.recoding import mapped, recode_dtype, recode_plan, threshold_coded, threshold_variables
 from sdc_tasks.masking.resampling import resample_column, rescale
 from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
 from sdc_tasks.masking.vmdav import variable_microaggregate_block
@@ -177,6 +178,17 @@ def rescale_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: 
     return {"ref_mean": ref.mean, "ref_var": ref.sd ** 2}
 
 
+def threshold_on_records(x: np.ndarray, ids: np.ndarray, params: dict, context: dict) -> np.ndarray:
+    """Top and bottom coding at values, each variable by its own rule (statistical_databases_survey.txt, Top and
+    bottom coding)."""
+    return np.column_stack([threshold_coded(x[:, j], params["rules"][v]) for j, v in enumerate(context["variables"])])
+
+
+def threshold_context(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: StepContext, context: dict) -> dict:
+    """The step's variables in column order, each checked to have a rule."""
+    return {"variables": threshold_variables(variables, params)}
+
+
 # ---- categorical methods ----
 
 top_coding = CategoryMethod("values", coding_plan(top_coded), recoded)
@@ -184,3 +196,4 @@ bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
 global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
 pram = CategoryMethod("values", pram_plan, prammed)
 local_suppression = CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype)
+recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)

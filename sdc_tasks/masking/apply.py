@@ -266,13 +266,13 @@ class CategoryMethod:
     """A categorical method: ``counts`` is "values" (a frequency table per variable) or "combinations" (one
     table of the variables' value combinations, missing counted as a value); ``plan`` makes a scope's plan
     from its counts, the parameters and the declared category orders; ``mask`` masks a scope's records of one
-    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's (None: the input's;
-    e.g. a nullable one where values may become missing)."""
+    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's, the variable and the
+    parameters (None: the input's; e.g. a nullable one where values may become missing, text for labels)."""
 
     counts: str
     plan: Callable[[Any, dict, dict], Any]
     mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
-    masked_dtype: Callable[[Any], Any] | None = None
+    masked_dtype: Callable[[Any, str, dict], Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -416,8 +416,8 @@ def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, 
     plans = {label: method.plan(counts, params, ctx.category_orders)
              for label, counts in _scope_counts(tables, variables, method, ctx.strata).items()}
     keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
-    dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None else method.masked_dtype(ddf._meta[v].dtype)
-              for v in variables}
+    dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None
+              else method.masked_dtype(ddf._meta[v].dtype, v, params) for v in variables}
     meta = pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype=t) for v, t in dtypes.items()}})
     offsets = B.offsets_of(B.partition_lengths(ddf))
     pieces = [dask.delayed(_mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)

@@ -31,9 +31,10 @@ from sdc_tasks.record_random import record_uniforms
 from sdc_tasks.reserved import COUNT_COL, SUPPRESS_COL
 
 
-def nullable_dtype(dtype):
+def nullable_dtype(dtype, variable: str | None = None, params: dict | None = None):
     """The dtype a column takes when some of its values become missing: numpy integers and booleans their
-    nullable pandas types, any other dtype itself."""
+    nullable pandas types, any other dtype itself (``variable`` and ``params``: as ``CategoryMethod.masked_dtype``
+    is called, unused)."""
     if isinstance(dtype, np.dtype) and dtype.kind in "iu":
         return pd.api.types.pandas_dtype(f"{'UInt' if dtype.kind == 'u' else 'Int'}{dtype.itemsize * 8}")
     if isinstance(dtype, np.dtype) and dtype.kind == "b":

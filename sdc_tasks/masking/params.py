@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
+import csv
+from pathlib import Path
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
 
 
 class Params(BaseModel):
@@ -132,3 +135,174 @@ class LocalSuppressionParams(Params):
     suppression; k-anonymity)."""
 
     k: int = Field(ge=2, le=LARGEST_K, description="every combination of the key variables must occur at least k times")
+
+
+def category_text(value: Any) -> str:
+    """The text a category is matched by in a recode map: an integer-valued float (a code column read with
+    missing values) without its ".0", else ``str``."""
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+class Rule(Params):
+    """A per-variable rule: written without the fields it leaves unset (None), so that a spec's rule reads back as
+    it was written."""
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler) -> dict:
+        """The rule's fields but those that are None."""
+        return {k: v for k, v in handler(self).items() if v is not None}
+
+
+class RecodeRule(Rule):
+    """How one variable is recoded (statistical_databases_survey.txt, Global recoding): exactly one of a recode
+    map (inline, or a file), interval breaks (with labels) or a code prefix length."""
+
+    map: dict[str, Any] | None = Field(default=None, description="category -> recoded category, every observed "
+                                       "category listed (many-to-one; keys matched by their text)")
+    map_file: str | None = Field(default=None, description="the map from a file: CSV with a header and two "
+                                 "columns (category, recoded), or a YAML/JSON mapping; relative to the spec")
+    breaks: list[float] | None = Field(default=None, min_length=1, max_length=LARGEST_COUNT,
+                                       description="increasing cut points of numeric categories into intervals")
+    labels: list[str] | None = Field(default=None, description="one label per interval, len(breaks) + 1 "
+                                     "(default: '< 15', '[15, 25)', '>= 65')")
+    closed: Literal["left", "right"] | None = Field(default=None, description="which end of an interval holds a "
+                                                    "value equal to a break (default: left, [15, 25))")
+    prefix: int | None = Field(default=None, ge=1, le=LARGEST_COUNT, description="hierarchical codes cut to this "
+                               "many leading characters (4711 -> 47)")
+
+    @field_validator("map", mode="before")
+    @classmethod
+    def _map_by_text(cls, v: Any) -> Any:
+        """A map's keys as the text categories are matched by; its targets all numbers or all text."""
+        if not isinstance(v, dict):
+            return v
+        out = {category_text(k): t for k, t in v.items()}
+        if len(out) != len(v):
+            raise ValueError("the map lists one category twice (as a number and as text)")
+        if len({isinstance(t, str) for t in out.values()}) > 1:
+            raise ValueError("the map's recoded categories mix numbers and text: write them all one way")
+        if any(t is None or isinstance(t, (dict, list)) for t in out.values()):
+            raise ValueError("each recoded category must be one number or one text")
+        return out
+
+    @model_validator(mode="after")
+    def _one_rule(self, info: ValidationInfo) -> "RecodeRule":
+        """Exactly one kind of rule; breaks strictly increasing, with len(breaks) + 1 distinct labels; a map
+        file read into ``map``."""
+        given = [name for name in ("map", "map_file", "breaks", "prefix") if getattr(self, name) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of map, map_file, breaks, prefix" + (f" (given: {', '.join(given)})"
+                                                                                   if given else ""))
+        if (self.labels is not None or self.closed is not None) and self.breaks is None:
+            raise ValueError("labels and closed go with breaks")
+        if self.breaks is not None:
+            for i in range(1, len(self.breaks)):
+                if not self.breaks[i] > self.breaks[i - 1]:
+                    raise ValueError(f"breaks must increase: break {i} is not greater than break {i - 1}")
+            if self.labels is not None and len(self.labels) != len(self.breaks) + 1:
+                raise ValueError(f"{len(self.breaks)} breaks make {len(self.breaks) + 1} intervals, and "
+                                 f"{len(self.labels)} labels are given")
+            if self.labels is not None and len(set(self.labels)) != len(self.labels):
+                raise ValueError("labels must differ from each other")
+        if self.map_file is not None:
+            self.map = self._map_by_text(map_file_entries(self.map_file, base_dir_of(info)))
+            self.map_file = None
+        return self
+
+
+class RuledParams(Params):
+    """Parameters of a method with one rule per variable (``rules``: variable -> rule), given inline or as the name
+    of a YAML/JSON file of that mapping (relative to the spec)."""
+
+    @field_validator("rules", mode="before", check_fields=False)
+    @classmethod
+    def _rules_file(cls, v: Any, info: ValidationInfo) -> Any:
+        """Rules given as a file name read from that file."""
+        return structured_file(v, base_dir_of(info), "rules") if isinstance(v, str) else v
+
+
+class RecodeParams(RuledParams):
+    """Recoding of categorical variables by the user's rules, one per variable (statistical_databases_survey.txt,
+    Global recoding)."""
+
+    rules: dict[str, RecodeRule] = Field(description="variable -> its rule (map, map_file, breaks with labels and "
+                                         "closed, or prefix); or a YAML/JSON file of that mapping")
+
+
+class ThresholdRule(Rule):
+    """Top and bottom coding of one continuous variable at a value (statistical_databases_survey.txt, Top and
+    bottom coding)."""
+
+    top: float | None = Field(default=None, description="values above this are top-coded")
+    top_value: float | None = Field(default=None, description="what a top-coded value becomes (default: top)")
+    bottom: float | None = Field(default=None, description="values below this are bottom-coded")
+    bottom_value: float | None = Field(default=None, description="what a bottom-coded value becomes (default: "
+                                       "bottom)")
+
+    @model_validator(mode="after")
+    def _thresholds(self) -> "ThresholdRule":
+        """A threshold at least; a replacement only with its threshold; bottom below top."""
+        if self.top is None and self.bottom is None:
+            raise ValueError("give top, bottom or both")
+        for end in ("top", "bottom"):
+            if getattr(self, f"{end}_value") is not None and getattr(self, end) is None:
+                raise ValueError(f"{end}_value goes with {end}")
+        if self.top is not None and self.bottom is not None and not self.bottom < self.top:
+            raise ValueError("bottom must be below top")
+        return self
+
+
+class TopBottomParams(RuledParams):
+    """Top and bottom coding of continuous variables at values, one rule per variable."""
+
+    rules: dict[str, ThresholdRule] = Field(description="variable -> its thresholds (top, top_value, bottom, "
+                                            "bottom_value); or a YAML/JSON file of that mapping")
+
+
+def base_dir_of(info: ValidationInfo) -> Path:
+    """The directory relative file names in parameters resolve against: the spec's (validation context
+    ``base_dir``), else the working directory."""
+    return Path((info.context or {}).get("base_dir", "."))
+
+
+def _named_file(name: str, base_dir: Path, what: str) -> Path:
+    """The file a parameter names, resolved; ValueError naming the parameter when it is not a file."""
+    path = Path(name) if Path(name).is_absolute() else base_dir / name
+    if not path.is_file():
+        raise ValueError(f"{what} file not found: {path}")
+    return path
+
+
+def structured_file(name: str, base_dir: Path, what: str) -> Any:
+    """The YAML or JSON document of the file a parameter names."""
+    path = _named_file(name, base_dir, what)
+    try:
+        return yaml.safe_load(path.read_text())
+    except (yaml.YAMLError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{what} file {path} is not YAML or JSON ({type(exc).__name__})") from None
+
+
+def map_file_entries(name: str, base_dir: Path) -> dict:
+    """The recode map of a file: a CSV file's rows (a header, then category and recoded category; recoded
+    categories read as integers, else numbers, else text, all alike), or a YAML/JSON mapping."""
+    path = _named_file(name, base_dir, "map_file")
+    if path.suffix.lower() != ".csv":
+        entries = structured_file(name, base_dir, "map_file")
+        if not isinstance(entries, dict):
+            raise ValueError(f"map_file {path} must hold a mapping of category to recoded category")
+        return entries
+    with open(path, newline="", encoding="utf-8") as f:
+        rows = list(csv.reader(f))[1:]
+    bad = next((i for i, row in enumerate(rows) if len(row) != 2), None)
+    if bad is not None:
+        raise ValueError(f"map_file {path}: row {bad + 1} after the header does not hold two columns")
+    targets = [row[1] for row in rows]
+    for cast in (int, float):
+        try:
+            targets = [cast(t) for t in targets]
+            break
+        except ValueError:
+            continue
+    return {row[0]: t for row, t in zip(rows, targets)}

@@ -4,10 +4,14 @@ rows: the method catalogue of the Python API, the ``sdc mask`` help texts and do
 
 from __future__ import annotations
 
+import json
+import shlex
 import types
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Literal, Union, get_args, get_origin
 
+import yaml
 from pydantic import ValidationError
 
 from sdc_tasks.masking.jpeg import TILE_ROWS
@@ -25,8 +29,10 @@ from sdc_tasks.masking.params import (
     PramParams,
     ProjectedParams,
     RankSwapParams,
+    RecodeParams,
     ResampleParams,
     SyntheticPostMaskParams,
+    TopBottomParams,
     UnivariateParams,
 )
 
@@ -183,6 +189,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            {},
            "per record",
            record_context="rescale_context", after_masking=True),
+    Method("top_bottom_coding", TopBottomParams, "record", "threshold_on_records",
+           "top and bottom coding of continuous variables at values: above a variable's top (below its bottom) "
+           "replaced by the threshold or a given value, one rule per variable",
+           "statistical_databases_survey.txt, Top and bottom coding",
+           {"rules": {"income": {"top": 40000.0}, "tax": {"bottom": 1500.0, "bottom_value": 1000.0},
+                      "wealth": {"top": 20000.0, "top_value": 25000.0}, "hours": {"bottom": 15.0, "top": 50.0}}},
+           "record by record", record_context="threshold_context"),
     Method("distr", NoParams, "column", "distr_on_column",
            "data distortion by probability distribution: the best-fitting distribution per variable, rank "
            "preserving",
@@ -233,6 +246,15 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Post-Randomization Method (PRAM)",
            {"theta": 0.5},
            "frequencies by tree reduction; per record, the draw keyed by (seed, step, variable, record id)"),
+    Method("recode", RecodeParams, "categorical", "recode",
+           "recoding by the agency's own rules, one per variable: a recode map (many categories into one, inline "
+           "or from a file), interval breaks with labels (age bands), or hierarchical codes cut to a prefix",
+           "statistical_databases_survey.txt, Global recoding",
+           {"rules": {"size": {"map": {"1": 1, "2": 2, "3": 3, "4": 3, "5": 3}},
+                      "region": {"map": {"north": "north", "south": "south", "east": "east", "west": "east"}},
+                      "tenure": {"map": {"owner": "owner", "renter": "renter", "other": "renter"}}}},
+           "exact category counts per scope by a Dask groupby tree reduction, a mapping of the observed categories "
+           "per variable, applied per partition"),
     Method("local_suppression", LocalSuppressionParams, "categorical",
            "local_suppression",
            "local suppression: key values set to missing until every combination of the keys occurs at least "
@@ -242,6 +264,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "combination counts by a Dask groupby, suppressions decided on that table, applied per partition",
            on_keys=True),
 )}
+
+
+def ruled_variables(params: dict[str, Any]) -> list[str] | None:
+    """The variables named by a method's per-variable ``rules`` (recode, top_bottom_coding), which a step masks
+    unless told otherwise; None for a method without rules."""
+    rules = params.get("rules")
+    return list(rules) if isinstance(rules, dict) else None
 
 
 def is_categorical(method: str) -> bool:
@@ -256,19 +285,20 @@ def _param_error(method: str, error: dict) -> str:
     """One pydantic error of a method's parameters as our message: the parameter named and, for a value out of
     range, the allowed range its field declares (``_bounds``)."""
     name = ".".join(str(x) for x in error["loc"])
-    if error["type"] in RANGE_ERRORS:
+    if error["type"] in RANGE_ERRORS and name in METHODS[method].params.model_fields:
         allowed = _bounds(METHODS[method].params, name)
         return f"parameter '{name}' of {method} = {error['input']} is out of range: allowed {allowed}"
-    return f"parameter '{name}' of {method}: {error['msg']}"
+    return f"parameter '{name}' of {method}: {error['msg'].removeprefix('Value error, ')}"
 
 
-def validate_params(method: str, params: dict[str, Any]) -> dict[str, Any]:
+def validate_params(method: str, params: dict[str, Any], base_dir: str | Path = ".") -> dict[str, Any]:
     """Return the method's parameters with defaults filled in; raise ValueError naming the bad parameter (unknown,
-    of the wrong type, infinite or NaN, or outside the range its field declares, the range stated)."""
+    of the wrong type, infinite or NaN, or outside the range its field declares, the range stated). Files a
+    parameter names (a recode map, a rules file) are read relative to ``base_dir`` (a spec's directory)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; known: {', '.join(sorted(METHODS))}")
     try:
-        model = METHODS[method].params.model_validate(params)
+        model = METHODS[method].params.model_validate(params, context={"base_dir": str(base_dir)})
     except ValidationError as exc:
         raise ValueError("; ".join(_param_error(method, e) for e in exc.errors())) from None
     values = model.model_dump()
@@ -309,7 +339,13 @@ def parse_category_orders(pairs: list[str]) -> dict[str, list]:
 
 
 def _scalar(raw: str) -> Any:
-    """Return ``raw`` as int, float, bool/None or the string itself."""
+    """Return ``raw`` as int, float, bool/None or the string itself; a value in braces or brackets as the YAML (or
+    JSON) mapping or list it writes, e.g. ``rules={"age": {"breaks": [15, 65]}}``."""
+    if raw.startswith(("{", "[")):
+        try:
+            return yaml.safe_load(raw)
+        except yaml.YAMLError:
+            raise ValueError(f"--param value {raw[:20]!r}... is not a YAML or JSON mapping or list") from None
     for cast in (int, float):
         try:
             return cast(raw)
@@ -402,8 +438,15 @@ def param_help() -> str:
 
 def example_option(method: str) -> str:
     """The example parameters of a method as ``sdc mask`` options (``--param k=3 ...``)."""
-    return " ".join(f"--param {name}={str(value).lower() if isinstance(value, bool) else value}"
+    return " ".join(f"--param {shlex.quote(f'{name}={_option_text(value)}')}"
                     for name, value in METHODS[method].example.items())
+
+
+def _option_text(value: Any) -> str:
+    """A parameter value as ``--param`` reads it back: booleans lower case, mappings and lists as compact JSON."""
+    if isinstance(value, bool):
+        return str(value).lower()
+    return json.dumps(value, separators=(",", ":")) if isinstance(value, (dict, list)) else str(value)
 
 
 def _cell(text: str) -> str:
@@ -435,8 +478,22 @@ def _method_section(m: Method) -> list[str]:
         lines += ["", "| parameter | type | default | bounds | description |", "|---|---|---|---|---|"]
         lines += [f"| `{p.name}` | `{_cell(p.type)}` | {_markdown_default(p)} | {p.bounds} | {p.description} |"
                   for p in infos]
+    for rule in _rule_models(m.params):
+        lines += ["", f"Each rule: {' '.join(rule.__doc__.split())}", "",
+                  "| field | type | default | bounds | description |", "|---|---|---|---|---|"]
+        lines += [f"| `{name}` | `{_cell(_type_name(f.annotation))}` | "
+                  f"{'required' if f.is_required() else f'`{f.default}`'} | {_bounds(rule, name)} | {f.description} |"
+                  for name, f in rule.model_fields.items()]
     example = f"sdc mask --method {m.name} {example_option(m.name)}".strip()
     return lines + ["", f"Example: `{example}`"]
+
+
+def _rule_models(model: type[Params]) -> list[type[Params]]:
+    """The per-variable rule models of a method's parameters: the value type of each parameter that maps
+    variables to rules."""
+    return [args[1] for f in model.model_fields.values() for args in [get_args(f.annotation)]
+            if get_origin(f.annotation) is dict and len(args) == 2 and isinstance(args[1], type)
+            and issubclass(args[1], Params)]
 
 
 def methods_markdown() -> str:

@@ -58,6 +58,9 @@ CATEGORICAL = "categorical"
 
 OPEN = math.inf
 CHAPTER = "sdc_methods_comparison_chapter.txt"
+SUDA = "Elliot et al. (SUDA); Manning et al. 2008 (SUDA2); sdcMicro suda2"
+LDIV = "Machanavajjhala et al. 2007 (l-diversity); sdcMicro ldiversity"
+HOUSEHOLD = "sdcMicro measure_risk with hid (hierarchical risk)"
 SURVEY_IL = "statistical_databases_survey.txt, Information loss measures for numerical data"
 PIL_SOURCE = "pil_measures.txt"
 DOCS = "docs/metrics.md"
@@ -112,6 +115,12 @@ FAMILY_ROWS: tuple[MetricFamily, ...] = (
                  "categorical information loss: Dist, CTBIL, ACTBIL, EBIL, PRIL"),
     MetricFamily("cat_risk", GROUP_DR, CATEGORICAL, False,
                  "categorical disclosure risk: k-anonymity, sample uniques, individual risk, PLD_cat"),
+    MetricFamily("ldiversity", GROUP_DR, CATEGORICAL, False,
+                 "l-diversity (distinct, entropy) and t-closeness of sensitive variables within the key "
+                 "combinations"),
+    MetricFamily("suda", GROUP_DR, CATEGORICAL, False,
+                 "special uniques (SUDA2): records with a minimal sample unique, SUDA and DIS scores, key "
+                 "contributions"),
 )
 
 FAMILIES = tuple(f.name for f in FAMILY_ROWS)
@@ -253,6 +262,37 @@ MEASURES: tuple[Measure, ...] = (
          range=(0.0, 100.0), source="sdcMicro indivRisk (Benedetti and Franconi)"),
     _row("PLD_cat", "cat_risk", "Probabilistic linkage on the categorical keys: masked records correctly paired",
          PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 3, 5 (Jaro 1989)"),
+    _row("global_risk_percent", "cat_risk", "Expected re-identifications in percent of the records (sdcMicro's "
+         "global risk)", PERCENT, range=(0.0, 100.0), source="sdcMicro measure_risk (Benedetti and Franconi)"),
+    _row("household_expected_reidentifications", "cat_risk", "Sum over persons of their household's risk, 1 - "
+         "prod(1 - r_i) over its members (sdcMicro's hier_risk_ER)", RECORDS, source=HOUSEHOLD),
+    _row("household_risk_percent", "cat_risk", "household_expected_reidentifications in percent of the persons "
+         "(sdcMicro's hier_risk_pct)", PERCENT, range=(0.0, 100.0), source=HOUSEHOLD),
+    _row("household_risk_max", "cat_risk", "Largest household risk", FRACTION, range=(0.0, 1.0), source=HOUSEHOLD),
+    _row("households_risk_above_0.1", "cat_risk", "Households with a risk above 0.1", PERCENT, range=(0.0, 100.0),
+         source=HOUSEHOLD),
+    _row("ldiversity_distinct_min_<var>", "ldiversity", "Smallest number of distinct values of a sensitive "
+         "variable in a key combination (distinct l-diversity)", COUNT, HIGHER, source=LDIV,
+         pattern=r"ldiversity_distinct_min_(.+)"),
+    _row("ldiversity_entropy_min_<var>", "ldiversity", "Smallest exp(entropy) of a sensitive variable in a key "
+         "combination (entropy l-diversity)", UNITLESS, HIGHER, range=(1.0, OPEN), source=LDIV,
+         pattern=r"ldiversity_entropy_min_(.+)"),
+    _row("ldiversity_records_below_2_<var>", "ldiversity", "Records whose key combination holds one value of a "
+         "sensitive variable (disclosed by the keys)", RECORDS, source=LDIV,
+         pattern=r"ldiversity_records_below_2_(.+)"),
+    _row("tcloseness_<var>", "ldiversity", "Largest Earth Mover's Distance between a key combination's distribution "
+         "of a sensitive variable and the file's (t-closeness)", FRACTION, range=(0.0, 1.0),
+         source="Li, Li and Venkatasubramanian 2007 (t-closeness)", pattern=r"tcloseness_(.+)"),
+    _row("suda_special_uniques", "suda", "Categorical keys: records with a minimal sample unique (SUDA2)", RECORDS,
+         source=SUDA),
+    _row("suda_score_max", "suda", "Largest SUDA score: sum over a record's minimal sample uniques of (M - size)!",
+         UNITLESS, source=SUDA),
+    _row("suda_score_mean", "suda", "Mean SUDA score over the records", UNITLESS, source=SUDA),
+    _row("dis_suda_max", "suda", "Largest DIS score (the probability that a unique match is correct, by SUDA "
+         "score)", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("dis_suda_mean", "suda", "Mean DIS score over the records", FRACTION, range=(0.0, 1.0), source=SUDA),
+    _row("suda_contribution_<key>", "suda", "A key's share of the file's SUDA scores (of the MSUs holding it)",
+         PERCENT, range=(0.0, 100.0), source=SUDA, pattern=r"suda_contribution_(.+)"),
     _row("risk", COMPARISON, "Risk axis of a method comparison: 0.25 DLD + 0.25 PLD + 0.5 ID (PLD_cat for a "
          "categorical configuration)", PERCENT, range=(0.0, 100.0), source=f"{CHAPTER} sec. 4", group=GROUP_DR),
     _row("score", SCORE, "0.5 IL + 0.125 DLD + 0.125 PLD + 0.25 ID", PERCENT, source=f"{CHAPTER} sec. 4",

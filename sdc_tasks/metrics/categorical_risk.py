@@ -115,20 +115,28 @@ def individual_risk(f: np.ndarray, big_f: np.ndarray) -> np.ndarray:
     return np.where(f == 1, one, np.where(f == 2, two, p / (f - q)))
 
 
-def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
-    """Individual-risk keys from a combination table with summed weights: indiv_risk_max, indiv_risk_mean,
-    expected_reidentifications (sum of the per-record risks) and records_risk_above_0.1 (percent). F_k below f_k
-    (weights under 1) raises InputError naming the weight column."""
+def combination_risks(table: pd.DataFrame, keys: list[str], weight: str) -> np.ndarray:
+    """The individual risk of the records of each combination of a table with summed weights (its compatible f_k
+    and F_k, :func:`individual_risk`); F_k below f_k (weights under 1) raises InputError naming the weight
+    column."""
     totals = compatible_totals(table, keys)
     f, big_f = totals[COUNT].to_numpy(), totals[WEIGHT].to_numpy()
     if np.any(~np.isfinite(big_f)) or np.any(big_f < f):
         raise InputError(f"weight column {weight!r} must hold finite sampling weights of at least 1 (the summed "
                          "weights of a key combination are below its number of records)")
-    risk = individual_risk(f, big_f)
+    return individual_risk(f, big_f)
+
+
+def risk_measures(table: pd.DataFrame, keys: list[str], weight: str) -> dict:
+    """Individual-risk keys from a combination table with summed weights: indiv_risk_max, indiv_risk_mean,
+    expected_reidentifications (sum of the per-record risks), global_risk_percent (that sum in percent of the
+    records, sdcMicro's global risk) and records_risk_above_0.1 (percent)."""
+    risk = combination_risks(table, keys, weight)
     records = table[COUNT].to_numpy()
     n = records.sum()
     return {"indiv_risk_max": float(risk.max()), "indiv_risk_mean": float(records @ risk / n),
             "expected_reidentifications": float(records @ risk),
+            "global_risk_percent": 100.0 * float(records @ risk) / n,
             f"records_risk_above_{RISK_THRESHOLD}": 100.0 * float(records[risk > RISK_THRESHOLD].sum()) / n}
 
 

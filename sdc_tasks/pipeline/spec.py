@@ -7,15 +7,15 @@ import json
 from pathlib import Path
 from typing import Any, Iterable, Literal, Mapping
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 
 from sdc_tasks.errors import SpecError
 from sdc_tasks.files import input_format, yaml_document
-from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
 from sdc_tasks.tls import TlsFiles, check_tls_settings
 
-OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop")  # in the spec hash only when set
+OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop", "sensitive")  # in the hash only when set
 ACCOUNTING_ROLES = ("masked", "passed_through", "dropped", "id", "strata", "weight")  # what happens to a column
 ROLE_CLASHES = (  # (role, the roles it cannot share a column with); continuous and categorical are checked apart
     ("direct_identifiers", ("key", "continuous", "categorical", "weight", "strata", "pass_through", "drop")),
@@ -40,8 +40,12 @@ class _Strict(BaseModel):
 class InputSpec(_Strict):
     """Where the original file is and how to read it."""
 
-    path: str = Field(description="CSV file, Parquet file or Parquet dataset directory; relative to the spec file")
-    format: Literal["auto", "csv", "parquet"] = "auto"
+    path: str = Field(description="CSV file, Parquet file or Parquet dataset directory, or an SPSS (.sav), Stata "
+                      "(.dta) or SAS (.sas7bdat, .xpt) file; relative to the spec file")
+    format: Literal["auto", "csv", "parquet", "sav", "dta", "sas7bdat", "xpt"] = "auto"
+    value_labels: Literal["codes", "labels"] = Field(
+        default="codes", description="an SPSS, Stata or SAS file's labelled variables read as their codes (the "
+        "labels kept in the release's manifest) or as their labels (keys and recodes then name labels)")
 
 
 class VariableRoles(_Strict):
@@ -60,6 +64,8 @@ class VariableRoles(_Strict):
     strata: str | None = Field(default=None, description="categorical column; masking runs within each stratum")
     pass_through: list[str] = Field(default_factory=list, description="published unchanged (not sensitive)")
     drop: list[str] = Field(default_factory=list, description="left out of the release")
+    sensitive: list[str] = Field(default_factory=list, description="variables whose disclosure through the keys "
+                                 "the ldiversity family measures (none of them a key; each also has its role)")
 
     def named(self) -> dict[str, list[str]]:
         """{role: the columns it names} for every role but ordinal (a part of categorical)."""
@@ -84,6 +90,14 @@ class VariableRoles(_Strict):
             if clash:
                 raise ValueError(f"{role} {sorted(clash)} cannot also be {_either(others)}: give each column one "
                                  "role")
+        keyed = [v for v in self.sensitive if v in self.key]
+        if keyed:
+            raise ValueError(f"sensitive variable {keyed[0]!r} is also a key: l-diversity measures what the keys "
+                             "disclose of a variable that is not one of them")
+        roleless = [v for v in self.sensitive if not any(v in names for names in named.values())]
+        if roleless:
+            raise ValueError(f"sensitive variable {roleless[0]!r} must also have a role (categorical, continuous, "
+                             "pass_through, ...)")
         loose = [k for k in self.key if k not in {*self.continuous, *self.categorical}]
         if loose:
             raise ValueError(f"key variable {loose[0]!r} must also be listed under continuous or categorical (keys "
@@ -114,8 +128,8 @@ class StepSpec(_Strict):
         return v
 
     @model_validator(mode="after")
-    def _params(self) -> "StepSpec":
-        self.params = validate_params(self.method, self.params)
+    def _params(self, info: ValidationInfo) -> "StepSpec":
+        self.params = validate_params(self.method, self.params, (info.context or {}).get("base_dir", "."))
         return self
 
 
@@ -157,6 +171,16 @@ class DaskSpec(_Strict):
         return self
 
 
+class HouseholdSpec(_Strict):
+    """The households of a person file: the household id column and the household-level variables (the same for
+    every member of a household)."""
+
+    id: str = Field(description="household id column (it also has a role: pass_through, or drop to leave it out of "
+                    "the release)")
+    variables: list[str] = Field(default_factory=list, description="household-level categorical variables, "
+                                 "checked to be constant within each household")
+
+
 class ReleaseSpec(_Strict):
     """A whole release: input, roles, ordered masking steps, metrics, gate, output, seed and cluster."""
 
@@ -172,6 +196,8 @@ class ReleaseSpec(_Strict):
     output: OutputSpec
     seed: int = Field(default=0, ge=0)
     dask: DaskSpec = Field(default_factory=DaskSpec)
+    households: HouseholdSpec | None = Field(default=None, description="household id and household-level "
+                                             "variables: household risk in cat_risk, constancy checked")
     base_dir: str = Field(default=".", exclude=True, description="directory relative paths resolve against")
 
     @model_validator(mode="after")
@@ -199,7 +225,23 @@ class ReleaseSpec(_Strict):
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
         self._check_every_variable_masked()
+        self._check_households()
         return self
+
+    def _check_households(self) -> None:
+        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, or
+        a household-level variable is not categorical."""
+        if self.households is None:
+            return
+        hid, roles = self.households.id, self.variables
+        if hid == self.id_column or hid in {*roles.continuous, *roles.categorical, *roles.key}:
+            raise ValueError(f"households.id {hid!r} must be neither the id column nor a masked variable: list it "
+                             "under pass_through or drop")
+        if not any(hid in names for names in roles.named().values()):
+            raise ValueError(f"households.id {hid!r} has no role: list it under pass_through or drop")
+        stray = [v for v in self.households.variables if v not in roles.categorical]
+        if stray:
+            raise ValueError(f"households.variables: {stray[0]!r} is not listed in variables.categorical")
 
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
@@ -292,13 +334,16 @@ class ReleaseSpec(_Strict):
                 for v, order in self.variables.ordinal.items()}
 
     def step_variables(self, i: int) -> list[str]:
-        """The variables masked by step ``i``: its own list, or by default every variable of its method's kind
-        (continuous; categorical; the ordinal ones for top and bottom coding; the categorical keys, or else
-        every categorical variable, for local suppression; never the strata column)."""
+        """The variables masked by step ``i``: its own list, or by default those its per-variable rules name
+        (recode, top_bottom_coding), else every variable of its method's kind (continuous; categorical; the
+        ordinal ones for top and bottom coding; the categorical keys, or else every categorical variable, for
+        local suppression; never the strata column)."""
         step, roles = self.steps[i], self.variables
         method = METHODS[step.method]
         if step.variables:
             return step.variables
+        if ruled_variables(step.params):
+            return ruled_variables(step.params)
         if method.kind == "continuous":
             return list(roles.continuous)
         categorical = [v for v in roles.categorical if v != roles.strata]
@@ -320,9 +365,9 @@ class ReleaseSpec(_Strict):
 
     def spec_hash(self) -> str:
         """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical,
-        pass_through and drop roles enter it only when set, so a spec without them keeps the hash it had before
-        they existed."""
-        data = self.model_dump(mode="json")
+        pass_through, drop and sensitive roles and the households enter it only when set, so a spec without them
+        keeps the hash it had before they existed."""
+        data = self.model_dump(mode="json", exclude={"households"} if self.households is None else set())
         unset = [r for r in OPTIONAL_ROLES if r not in self.variables.model_fields_set]
         data["variables"] = {r: v for r, v in data["variables"].items() if r not in unset}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))
@@ -360,7 +405,7 @@ def parse_spec(data: dict[str, Any], base_dir: str | Path = ".") -> ReleaseSpec:
     if not isinstance(data, dict):
         raise SpecError("a release spec must be a YAML mapping at the top level")
     try:
-        return ReleaseSpec.model_validate({**data, "base_dir": str(base_dir)})
+        return ReleaseSpec.model_validate({**data, "base_dir": str(base_dir)}, context={"base_dir": str(base_dir)})
     except ValidationError as exc:
         raise SpecError(_field_errors(exc)) from None
 

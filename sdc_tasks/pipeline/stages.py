@@ -18,14 +18,14 @@ import dask.dataframe as dd
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
-from sdc_tasks.masking.apply import StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import block_for, mask_for
+from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.stats.frequencies import sorted_categories
-from sdc_tasks.validation import fewest_records, load_checked
+from sdc_tasks.validation import check_households, fewest_records, load_checked
 
 MASKED_DIR = "masked"
 WORK_DIR = "_work"
@@ -65,14 +65,17 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     constant_variables)."""
     roles = spec.variables
     what = f"input {spec.input_path}"
-    source = read_input(spec.input_path, spec.input.format)
+    source = read_input(spec.input_path, spec.input.format, labels=spec.input.value_labels == "labels")
     check_roles(source.columns, spec, what)
     group_sizes = [fewest_records(step.method, step.params, f"steps.{i}.params.{{}}", f"steps.{i} ({step.method})")
                    for i, step in enumerate(spec.steps)]
     numeric = [*roles.continuous, *(k for k in roles.key if k not in roles.categorical), *filter(None, [roles.weight])]
     named = [*roles.direct_identifiers, *roles.categorical, *roles.pass_through, *roles.drop]
-    _, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id, named,
-                            roles.strata, group_sizes, source=source, checkpoint=checkpoint, weight=roles.weight)
+    checked, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id,
+                                  named, roles.strata, group_sizes, source=source, checkpoint=checkpoint,
+                                  weight=roles.weight)
+    if spec.households is not None:
+        check_households(checked, spec.households.id, spec.households.variables, what)
     return facts
 
 
@@ -149,11 +152,33 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     original = original_records(spec, paths.checkpoint)
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
+    seen = intruder_view(spec, original)
+    household = spec.households.id if spec.households is not None else None
+    if household is not None and household not in masked.columns:  # left out of the release: joined back by id
+        masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left")
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
-                       weight=roles.weight)
+                       weight=roles.weight, intruder_original=seen.frame if seen else None,
+                       sensitive=list(roles.sensitive), household=household)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
+
+
+def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
+    """The original as an intruder sees it through the release's published recodes: the spec's ``recode`` steps
+    (deterministic rules, documented with the release) applied to it in order, so that its keys and the masked
+    file's are in the same categories for linkage; None when the spec has no recode step. Keep the result alive
+    until its frame is computed (it pins its scratch files)."""
+    steps = [i for i, s in enumerate(spec.steps) if s.method == "recode"]
+    if not steps:
+        return None
+    frame, pinned = original, []
+    for i in steps:
+        staged = apply_step(frame, "recode", spec.step_variables(i), spec.steps[i].params,
+                            StepContext(spec.seed, i, spec.id_column, spec.variables.strata))
+        frame = staged.frame
+        pinned.append(staged)
+    return Staged(frame, 0, tuple(pinned))
 
 
 def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:

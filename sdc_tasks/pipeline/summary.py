@@ -13,7 +13,7 @@ from time import perf_counter, time
 from typing import Any, Iterator, Literal
 
 from sdc_tasks import __version__
-from sdc_tasks.files import tree_checksums, write_json
+from sdc_tasks.files import STATISTICAL_SUFFIXES, tree_checksums, write_json
 from sdc_tasks.pipeline.gate import GateCheck
 from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role
 from sdc_tasks.pipeline.stages import MASKED_DIR
@@ -57,7 +57,8 @@ class ReleaseSummary:
     mapping; ``records_in``/``records_out``: records of the original and of the masked data (written, but
     published only when the verdict is "published"); ``columns``: what the run did with each input column;
     ``label``: the masked data's point on the R-U map; ``profile``: the per-variable figures of the report
-    (sdc_tasks.evaluation.profile.release_profile), None when not computed."""
+    (sdc_tasks.evaluation.profile.release_profile), None when not computed; ``value_labels``: {variable: {code:
+    label}} of the released columns of an SPSS, Stata or SAS input read as codes (None: none)."""
 
     kind: Literal["release", "evaluation"]
     name: str
@@ -80,6 +81,7 @@ class ReleaseSummary:
     finished: str
     package_version: str = __version__
     profile: dict | None = None
+    value_labels: dict[str, dict[str, str]] | None = None
 
     @property
     def published(self) -> bool:
@@ -163,7 +165,19 @@ def release_summary(spec: ReleaseSpec, records_in: int, records_out: int, steps:
         spec_hash=spec.spec_hash(), seed=spec.seed, stage_seconds=times.rounded(), stage_spans=dict(times.spans),
         paths=output_paths(out, out / MASKED_DIR if published else None, True, bool(ru_points(spec.name, metrics))),
         columns=spec.column_accounting(), key_variables=[*spec.linkage_keys, *spec.categorical_keys],
-        strata=spec.variables.strata, label=spec.name, started=started, finished=now(), profile=profile)
+        strata=spec.variables.strata, label=spec.name, started=started, finished=now(), profile=profile,
+        value_labels=released_value_labels(spec))
+
+
+def released_value_labels(spec: ReleaseSpec) -> dict[str, dict[str, str]] | None:
+    """The value labels of the released columns of an SPSS, Stata or SAS input read as its codes, None for any
+    other input (a file read as labels already carries them in its values)."""
+    if spec.input_format not in STATISTICAL_SUFFIXES.values() or spec.input.value_labels == "labels":
+        return None
+    from sdc_tasks.statistical_files import value_labels
+
+    released = {c for c, role in spec.column_accounting().items() if role != "dropped"}
+    return {v: labels for v, labels in value_labels(spec.input_path, spec.input_format).items() if v in released}
 
 
 def evaluation_summary(original: str | Path, masked: str | Path, out_dir: str | Path, metrics: dict,
@@ -190,8 +204,9 @@ def package_versions() -> dict[str, str]:
 
 
 def manifest(summary: ReleaseSummary, out_dir: Path) -> dict:
-    """Spec hash, seed, package versions, row counts, what the release did with each input column and a SHA-256
-    per file in ``out_dir`` (manifest.json excluded)."""
+    """Spec hash, seed, package versions, row counts, what the release did with each input column, a SHA-256 per
+    file in ``out_dir`` (manifest.json excluded) and, for an SPSS, Stata or SAS input, the value labels of the
+    released columns."""
     return {
         "spec_name": summary.name,
         "columns": summary.columns,
@@ -200,6 +215,7 @@ def manifest(summary: ReleaseSummary, out_dir: Path) -> dict:
         "packages": package_versions(),
         "row_counts": {"original": summary.records_in, "masked": summary.records_out if summary.published else 0},
         "files": {k: v for k, v in tree_checksums(out_dir).items() if k != MANIFEST_NAME},
+        **({"value_labels": summary.value_labels} if summary.value_labels else {}),
     }
 
 

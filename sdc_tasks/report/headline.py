@@ -74,11 +74,26 @@ def release_status(gate: dict | None) -> tuple[str, str]:
 
 
 def params_text(params: dict) -> str:
-    """Method parameters as "k=3, p=15" (nested values as compact JSON)."""
+    """Method parameters as "k=3, p=15"; per-variable rules as "rules: age breaks=[15, 25, 65]; roof map=5
+    categories into 3" (a recode map by its size, never its categories); other nested values as compact JSON."""
     return ", ".join(
+        f"rules: {'; '.join(f'{v} {_rule_text(rule)}' for v, rule in value.items())}" if key == "rules"
+        and isinstance(value, dict) else
         f"{key}={value if isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True)}"
         for key, value in params.items()
     ) or "none"
+
+
+def _rule_text(rule: dict) -> str:
+    """One variable's rule as "breaks=[15, 25, 65]", "map=5 categories into 3", "top=40000, top_value=25000"."""
+    def shown(value) -> str:
+        if isinstance(value, dict):
+            return f"{len(value)} categories into {len(set(map(str, value.values())))}"
+        if isinstance(value, list):
+            return "[" + ", ".join(format(x, "g") if isinstance(x, float) else str(x) for x in value) + "]"
+        return format(value, "g") if isinstance(value, float) else str(value)
+
+    return ", ".join(f"{field}={shown(value)}" for field, value in rule.items())
 
 
 def method_chain(steps: list[dict]) -> str:
