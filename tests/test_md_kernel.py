@@ -67,6 +67,16 @@ def test_hand_checked_case_where_md_and_mdav_differ():
     assert mdav_groups(z, 2).tolist() == [0, 2, 1, 1, 0, 2]
 
 
+def test_lower_indexed_end_of_the_most_distant_pair_on_one_attribute():
+    # one attribute: the scan kernel's first bounds, tight there, rounded below the diameter for the lower end and
+    # it took the other end first (tests/md_scan_reference.py); the tree kernel follows the tie rule
+    z = np.random.default_rng(18923).standard_normal((136, 1))
+    lo, hi = int(np.argmin(z)), int(np.argmax(z))
+    labels = md_groups(z, 2)
+    assert labels[min(lo, hi)] == 0 and labels[max(lo, hi)] == 1
+    np.testing.assert_array_equal(labels, reference_md(z, 2))
+
+
 @pytest.mark.parametrize(
     "n,p,k,integer",
     [(60, 2, 3, True), (97, 3, 4, True), (120, 5, 3, False), (53, 13, 5, False), (40, 1, 3, True), (31, 4, 10, False)],

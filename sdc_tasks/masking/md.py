@@ -15,8 +15,8 @@ distant pair is the first in (row, row) order, so the grouping is a deterministi
 
 Speed (benchmarks/md_kernel.py, docs/performance.md): the questions are answered by a k-d tree that follows the
 removals and the most distant pair from upper bounds kept in a heap, refreshed cheaply before a tree search makes
-one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 13x-18x faster on
-12,000-record blocks of 3-4 attributes and about 5x on 13.
+one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 10x-25x fewer CPU
+seconds on 12,000-record blocks of 3-4 attributes and about 6x on 13.
 """
 
 from __future__ import annotations

@@ -133,8 +133,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            {"k": 3, "block_size": 100},
            "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
            "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
-           "(10x-18x the scan kernel it replaced, same groups) and 1.5-2 s for all 13 (about 5x), so Mic3mul k = 3 "
-           "on 1e6 records is about 1.5 CPU-minutes of kernel (benchmarks/md_kernel.py, docs/performance.md)",
+           "(10x-25x the scan kernel it replaced, same groups) and 1.4 s for all 13 (about 6x), so Mic3mul k = 3 "
+           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/md_kernel.py, docs/performance.md)",
            block=BlockPlan("principal", 2)),
     Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
