@@ -74,7 +74,8 @@ class Method:
     the kernel needs besides the input's moments ((step input, variables, params, StepContext, context) -> dict;
     :meth:`context_hook`).
 
-    Flags: ``after_masking``, a step that moves an already masked file toward the original records'
+    Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
+    figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that moves an already masked file toward the original records'
     statistics, so it needs those records (a release's input, or ``sdc mask --original``); ``ordinal``, a
     categorical method that needs an order of the categories; ``on_keys``, a method whose variables default
     to the categorical keys."""
@@ -92,6 +93,7 @@ class Method:
     carries_original: bool = False
     fixed_block_size: int | None = None
     record_context: str | None = None
+    reports_outcome: bool = False
     after_masking: bool = False
     ordinal: bool = False
     on_keys: bool = False
@@ -216,13 +218,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "per data-driven block against the original records of the same ids, each block targeting its own "
            "originals' moments; random streams keyed by (seed, step, block); the paper's open choices and "
            "Census figures: docs/postmask.md",
-           block=BlockPlan("principal", 2), carries_original=True, after_masking=True),
+           block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True, after_masking=True),
     Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", "synthetic_on_block",
            "synthetic data: the post-masking hill climbing from a random start with q = 1",
            "post_masking_optimization.txt sec. 5 (Synthetic microdata generation)",
            {"p": 0.3, "target_e": 0.02, "max_iter": 5000},
            "as postmask",
-           block=BlockPlan("principal", 2), carries_original=True),
+           block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True),
     Method("top_coding", CodingParams, "categorical",
            "top_coding",
            "top coding: the last p categories of an ordinal variable recoded into one",
@@ -407,7 +409,8 @@ def _bounds(model: type[Params], name: str) -> str:
 def param_infos(method: str) -> list[ParamInfo]:
     """The parameters of a registered method, in the order of its model."""
     model = METHODS[method].params
-    return [ParamInfo(name, _type_name(f.annotation), None if f.is_required() else f.default, f.is_required(),
+    return [ParamInfo(name, _type_name(f.annotation),
+                      None if f.is_required() else f.get_default(call_default_factory=True), f.is_required(),
                       f.description or "", _bounds(model, name)) for name, f in model.model_fields.items()]
 
 
