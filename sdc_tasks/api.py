@@ -43,6 +43,7 @@ from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
 from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
@@ -57,12 +58,14 @@ Data = pd.DataFrame | dd.DataFrame | PathLike
 @dataclass(frozen=True)
 class MaskResult:
     """What :func:`masked` did: the masked data (the kind :func:`mask` returns), the number of blocks or scopes
-    the method ran in, and what became of each column (``{"AGI": "masked", "REGION": "passed_through",
-    "record_id": "id"}``)."""
+    the method ran in, what became of each column (``{"AGI": "masked", "REGION": "passed_through",
+    "record_id": "id"}``) and, for postmask and synthetic_postmask, what the step reached (E before and after,
+    TargetE, IL1 ratio, tries, whether TargetE was met: ``sdc_tasks.masking.postmask_outcome``)."""
 
     data: pd.DataFrame | dd.DataFrame | Path
     blocks: int
     columns: dict[str, str]
+    outcome: PostMaskOutcome | None = None
 
 
 def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,
@@ -108,7 +111,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
                 wait(result)
     if not isinstance(data, pd.DataFrame) and not lazy:
         result = Path(out) if is_path(data) else read_table(out)
-    return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata))
+    return MaskResult(result, staged.blocks, column_accounting(frame.columns, id_column, variables, strata),
+                      staged.outcome)
 
 
 def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, seed: int = 0,
@@ -214,9 +218,10 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
         ldiversity).
     id_column : str, default "record_id"
         The column pairing the records.
-    pairing : {"auto", "id", "nearest"}, default "auto"
+    pairing : {"auto", "id", "nearest", "paper"}, default "auto"
         Pair by id, by nearest original record (synthetic or re-sized files), or by id when every masked id is
-        found.
+        found; "paper": post_masking_optimization.txt sec. 2's setup, each masked record standing for its
+        nearest original record c(i) in IL1, ID and the linkage measures (docs/postmask.md).
     categorical : str or list of str, optional
         Categorical variables (codes or text) of cat_il and cat_risk.
     ordinal : dict, optional

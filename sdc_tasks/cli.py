@@ -281,7 +281,10 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  household: Optional[str] = typer.Option(None, help="household id column of the masked file: with "
                                                          "--weight, cat_risk adds the household risk"),
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
-                 pairing: str = typer.Option("auto", help="auto, id or nearest (synthetic or re-sized files)"),
+                 pairing: str = typer.Option("auto", help="auto, id, nearest (synthetic or re-sized files) or "
+                                             "paper (each masked record stands for its nearest original in IL1, "
+                                             "ID and linkage, as post_masking_optimization.txt sec. 2; "
+                                             "docs/postmask.md)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  overwrite: bool = typer.Option(False, help="replace an existing --out file"),
                  workers: int = typer.Option(2, help="Dask workers"),
@@ -342,6 +345,10 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPS
                         overwrite=overwrite, workers=workers)
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
     typer.echo(_accounting_line(result.columns))
+    if result.outcome is not None:
+        typer.echo(result.outcome.text())
+        if result.outcome.warning():
+            typer.echo(result.outcome.warning(), err=True)
 
 
 @app.command("compare")

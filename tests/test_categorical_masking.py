@@ -23,6 +23,7 @@ from sdc_tasks.masking.categorical import (
 )
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
+from sdc_tasks.metrics.categorical_risk import combination_counts, compatible_totals
 from sdc_tasks.record_random import record_uniforms
 from sdc_tasks.reserved import COUNT_COL
 from sdc_tasks.stats.frequencies import frequency_tables
@@ -165,17 +166,23 @@ def test_local_suppression_hand_case():
     assert out["v1"].notna().all()
 
 
+@pytest.mark.parametrize("missing", ["any", "category"])
 @pytest.mark.parametrize("k, strata", [(3, None), (5, "hhcivil")])
-def test_local_suppression_reaches_k_anonymity_on_the_survey(household, sync_dask, k, strata):
-    out = masked(household, "local_suppression", {"k": k}, KEYS, nparts=4, strata=strata)
+def test_local_suppression_reaches_k_anonymity_on_the_survey(household, sync_dask, k, strata, missing):
+    out = masked(household, "local_suppression", {"k": k, "missing": missing}, KEYS, nparts=4, strata=strata)
     group = KEYS + ([strata] if strata else [])
-    assert out.groupby(group, dropna=False).size().min() >= k
+    if missing == "category":  # a suppressed value is a category of its own
+        assert out.groupby(group, dropna=False).size().min() >= k
+    else:  # a suppressed value matches any value: every record's compatible group holds >= k records
+        for _, rows in (out.groupby(strata) if strata else [(None, out)]):
+            table = combination_counts(rows, KEYS, {v: False for v in KEYS})
+            assert compatible_totals(table, KEYS)["__count"].min() >= k
     assert all(str(out[v].dtype) == "Int64" for v in KEYS)
     kept = out[KEYS].notna().to_numpy()
     np.testing.assert_array_equal(out[KEYS].to_numpy(dtype=float)[kept], household[KEYS].to_numpy(float)[kept])
     assert 0 < (~kept).sum() < 0.1 * kept.size
-    pd.testing.assert_frame_equal(masked(household, "local_suppression", {"k": k}, KEYS, nparts=1,
-                                         strata=strata), out)
+    pd.testing.assert_frame_equal(masked(household, "local_suppression", {"k": k, "missing": missing}, KEYS,
+                                         nparts=1, strata=strata), out)
 
 
 @pytest.mark.parametrize("method, params, variables", [
@@ -217,3 +224,51 @@ def test_k_larger_than_a_scope_names_the_parameter():
     table = pd.DataFrame({"v": [1, 2], COUNT_COL: [1, 1]})
     with pytest.raises(ValueError, match=r"parameter 'k' of local_suppression = 3 exceeds the 2 records"):
         suppression_patterns(table, ["v"], 3)
+
+
+SDCMICRO_KANON = [  # sdcMicro 5.8.1 (github sdcTools/sdcMicro cf32510, built from source here, 2026-11-27) on
+    # data/testdata.csv: sdc <- kAnon(createSdcObj(dat, keyVars=KEYS, w="sampling_weight"), k=K[, importance=I]);
+    # suppressions per key from sdc@localSuppression$supps (checked against the NAs it put in manipKeyVars)
+    (["roof", "walls", "water", "electcon", "relat", "sex"], 3, None,
+     {"roof": 7, "walls": 0, "water": 36, "electcon": 0, "relat": 173, "sex": 0}),
+    (["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"], 3, None,
+     {"urbrur": 0, "roof": 51, "walls": 14, "water": 111, "electcon": 13, "relat": 185, "sex": 1, "hhcivil": 18}),
+    (["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"], 5, None,
+     {"urbrur": 0, "roof": 100, "walls": 14, "water": 224, "electcon": 20, "relat": 260, "sex": 1, "hhcivil": 27}),
+    # importance=1:8: urbrur the most important ... hhcivil the least
+    (["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"], 3,
+     ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"],
+     {"urbrur": 0, "roof": 20, "walls": 9, "water": 42, "electcon": 48, "relat": 67, "sex": 72, "hhcivil": 145}),
+    # importance=c(6,5,4,3,2,1): sex the most important ... roof the least
+    (["roof", "walls", "water", "electcon", "relat", "sex"], 3, ["sex", "relat", "electcon", "water", "walls", "roof"],
+     {"roof": 107, "walls": 66, "water": 40, "electcon": 4, "relat": 7, "sex": 0}),
+]
+
+
+@pytest.mark.parametrize("keys, k, importance, expected", SDCMICRO_KANON)
+def test_local_suppression_suppresses_what_sdcmicro_kanon_does(sync_dask, keys, k, importance, expected):
+    """The default (a suppressed value matches any value) follows sdcMicro's kAnon: the same number of
+    suppressions per key on testdata.csv, with sdcMicro's default importance and with a given one, on any
+    partitioning."""
+    data = pd.read_csv(bundled_path("testdata.csv")).assign(record_id=lambda d: range(len(d)))
+    params = {"k": k, **({"importance": importance} if importance else {})}
+    out = masked(data, "local_suppression", params, keys, nparts=3)
+    assert (out[keys].isna().sum()).to_dict() == expected
+
+
+def test_never_suppressed_keys_and_importance_errors(sync_dask):
+    data = pd.read_csv(bundled_path("testdata.csv")).assign(record_id=lambda d: range(len(d)))
+    keys = ["roof", "walls", "water", "electcon", "relat", "sex"]
+    out = masked(data, "local_suppression", {"k": 3, "never": ["sex", "walls"]}, keys, nparts=2)
+    assert out[["sex", "walls"]].notna().all().all() and out[keys].isna().sum().sum() > 0
+    table = combination_counts(out, keys, {v: False for v in keys})
+    assert compatible_totals(table, keys)["__count"].min() >= 3
+    with pytest.raises(ValueError, match=r"the record at position \d+ cannot reach 3-anonymity without suppressing "
+                                         r"a key of 'never' \(relat\)"):  # relat has categories of 1 or 2 records
+        masked(data, "local_suppression", {"k": 3, "never": ["relat"]}, keys, nparts=2)
+    with pytest.raises(ValueError, match="parameter 'importance' of local_suppression names 'age'"):
+        masked(data, "local_suppression", {"k": 3, "importance": ["age", *keys[1:]]}, keys, nparts=1)
+    with pytest.raises(ValueError, match="must list every key of the step once"):
+        masked(data, "local_suppression", {"k": 3, "importance": keys[:3]}, keys, nparts=1)
+    with pytest.raises(ValueError, match="importance and never go with missing: any"):
+        masked(data, "local_suppression", {"k": 3, "missing": "category", "never": ["sex"]}, keys, nparts=1)

@@ -6,6 +6,7 @@ naming the parameter."""
 
 from __future__ import annotations
 
+import re
 import shlex
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,9 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from typer.testing import CliRunner
 
+from sdc_tasks.cli import app
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import (
@@ -80,8 +83,8 @@ def test_catalogue_parameters_hand_checked():
     assert [(p.name, p.bounds) for p in by_name["rankswap"].params] == [("p", "> 0, <= 100"), ("partner", "")]
     assert [(p.name, p.bounds) for p in by_name["pram"].params] == [("theta", "> 0, < 1")]
     correspondence = {p.name: p for p in by_name["postmask"].params}["correspondence"]
-    assert (correspondence.type, correspondence.default, correspondence.required) == ("'nearest' | 'id'",
-                                                                                      "nearest", False)
+    assert (correspondence.type, correspondence.default, correspondence.required) == ("'id' | 'nearest'", "id",
+                                                                                      False)
     assert by_name["distr"].params == [] and by_name["rescale"].example == {}
     assert by_name["postmask"].example is not METHODS["postmask"].example  # a copy: the row cannot be changed
 
@@ -260,3 +263,25 @@ def test_bad_parameters_are_refused_naming_the_parameter(method):
 def test_unknown_parameter_is_refused_naming_it(method):
     with pytest.raises(ValueError, match=rf"^parameter 'bogus' of {method}: Extra inputs are not permitted"):
         validate_params(method, {**METHODS[method].example, "bogus": 1})
+
+
+def test_mask_help_and_methods_doc_list_every_accepted_parameter():
+    """Every parameter every method accepts (its model's fields, which validate_params takes) is named for that
+    method in the rendered ``sdc mask --help`` and in the method's section of docs/methods.md."""
+    result = CliRunner().invoke(app, ["mask", "--help"], env={"COLUMNS": "400", "TERMINAL_WIDTH": "400"})
+    assert result.exit_code == 0
+    shown = re.sub(r"[\s│]+", " ", result.output)
+    listed = shown[shown.index("method parameter name=value"):shown.index("(defaults and bounds")]
+    by_method = {}
+    for entry in listed.removeprefix("method parameter name=value (repeatable): ").strip().split("; "):
+        methods, names = entry.split(": ")
+        by_method.update({m: names.split(", ") for m in methods.split(", ")})
+    docs = (Path(__file__).parent.parent / "docs" / "methods.md").read_text()
+    for name, method in METHODS.items():
+        accepted = set(validate_params(name, method.example))
+        assert set(by_method.get(name, [])) == accepted, name
+        section = docs[docs.index(f"## `{name}`"):]
+        section = section[:section.index("\nExample:")]
+        rows = section.split("| parameter | type | default | bounds | description |\n|---|---|---|---|---|\n")
+        table = rows[1].split("\n\n")[0] if len(rows) > 1 else ""
+        assert {row.split("`")[1] for row in table.splitlines()} == accepted, name

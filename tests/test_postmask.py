@@ -169,7 +169,7 @@ def test_synthetic_start_reaches_the_original_moments():
 
 def test_parameters_are_validated():
     params = validate_params("postmask", {"p": 0.5, "q": 0.3, "target_e": 0.04})
-    assert params["order"] == 2 and params["correspondence"] == "nearest" and params["block_size"] == 12_000
+    assert params["order"] == 2 and params["correspondence"] == "id" and params["block_size"] == 12_000
     with pytest.raises(ValueError, match="parameter 'q' of postmask"):
         validate_params("postmask", {"p": 0.5, "q": 1.5, "target_e": 0.04})
     with pytest.raises(ValueError, match="parameter 'q' of synthetic_postmask"):
@@ -243,9 +243,10 @@ def scores(original: pd.DataFrame, masked: pd.DataFrame, cols: list[str], paper:
 
 
 @pytest.mark.parametrize("method, params, post, paper", [
-    ("rankswap", {"p": 14}, {"p": 0.5, "q": 0.3, "target_e": 0.04}, True),   # Table 1, row 3
-    ("md", {"k": 10, "group_size": 4}, {"p": 0.5, "q": 0.5, "target_e": 0.008}, True),  # Table 2, row 2
-    ("rankswap", {"p": 14}, {"p": 0.5, "q": 0.3, "target_e": 0.04, "correspondence": "id"}, False),
+    ("rankswap", {"p": 14}, {"p": 0.5, "q": 0.3, "target_e": 0.04, "correspondence": "nearest"}, True),  # Table 1
+    ("md", {"k": 10, "group_size": 4}, {"p": 0.5, "q": 0.5, "target_e": 0.008, "correspondence": "nearest"},
+     True),  # Table 2, row 2
+    ("rankswap", {"p": 14}, {"p": 0.5, "q": 0.3, "target_e": 0.04}, False),  # the default, correspondence id
 ])
 def test_census_post_masking_improves_the_score(census, sync_dask, method, params, post, paper):
     """Post-masking lowers score_simple by lowering IL more than DLD and ID grow (Tables 1-2)."""

@@ -31,7 +31,7 @@ from sdc_tasks.io import read_table, read_with_ids
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
-from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, FAMILIES, gated_families
+from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_CATEGORICAL_FAMILIES, FAMILIES, gated_families
 from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.scheduling import active_client, input_bytes
 from sdc_tasks.stats.frequencies import sorted_categories
@@ -327,7 +327,7 @@ def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
             metrics = evaluate(frame, staged.frame, source.id_column, variables, source.key_vars,
                                families_for(risk_setup))
         else:
-            metrics = evaluate(frame, staged.frame, source.id_column, [], [], CATEGORICAL_FAMILIES,
+            metrics = evaluate(frame, staged.frame, source.id_column, [], [], DEFAULT_CATEGORICAL_FAMILIES,
                                categorical=variables, reference=frame,
                                ordinal={v: o for v, o in source.category_orders.items() if v in variables})
     except (ValueError, RuntimeError) as exc:
@@ -437,7 +437,7 @@ def parse_limits(pairs: list[str]) -> dict[str, float]:
         key = MEASURE_ALIASES.get(name.strip(), name.strip())
         if not sep or not key:
             raise InputError(f"--max {pair!r} must look like MEASURE=LIMIT (e.g. DLD=10)")
-        if key != "risk" and gated_families(key) is None:
+        if key != "risk" and (gated_families(key) is None or gated_families(key) == ()):
             raise InputError(f"--max {pair!r}: unknown measure {key!r}, or one a maximum cannot limit (use a "
                              "metrics.json key where lower is better, such as DLD, PLD, ID, IL, PIL, score or risk; "
                              "docs/metrics.md)")

@@ -100,11 +100,20 @@ PLD = Family("pld", _linkage_tasks("links", _probabilistic_links), _pld_finish)
 # ---------------------------------------------------------------- dld_published
 
 
+def published_key_order(ctx: ContinuousContext) -> list[int]:
+    """Positions in ``ctx.key_vars`` of the key variables in the original file's column order: the order in
+    which the published Table 1 took its first i keys (docs/reproduction.md, DLDpub), whatever order the
+    keys were given in."""
+    columns = list(ctx.original.columns)
+    return sorted(range(len(ctx.key_vars)), key=lambda k: columns.index(ctx.key_vars[k]))
+
+
 def _published_distance_counts(ctx: ContinuousContext) -> np.ndarray:
-    """Linked counts of the published Table 1 setup for the first i key variables, i = 1..m, shape (m, 2)
-    (linkage.published_linkage_graph)."""
-    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: published_linkage_graph(
-        parts, sizes, ctx.id_col, ctx.key_vars[:i], ctx.cell_rows))
+    """Linked counts of the published Table 1 setup for the first i key variables in the file's column order,
+    i = 1..m, shape (m, 2) (linkage.published_linkage_graph)."""
+    keys = [ctx.key_vars[k] for k in published_key_order(ctx)]
+    return _per_prefix(ctx.pairs, keys, lambda parts, sizes, i: published_linkage_graph(
+        parts, sizes, ctx.id_col, keys[:i], ctx.cell_rows))
 
 
 def _dld_published_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -120,11 +129,12 @@ DLD_PUBLISHED = Family("dld_published", _linkage_tasks("counts", _published_dist
 
 def _published_probabilistic_credits(ctx: ContinuousContext) -> np.ndarray:
     """Summed credits of probabilistic linkage as the published Table 1 was computed, for the first i key
-    variables, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph)."""
-    center, scale = ctx.key_scaling
-    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: published_probabilistic_linkage_graph(
-        ctx.original_key_parts, parts, ctx.id_col, ctx.key_vars[:i], center[:i], scale[:i], ctx.n,
-        ctx.pld_cell_rows))
+    variables in the file's column order, i = 1..m, shape (m,) (linkage.published_probabilistic_linkage_graph)."""
+    order = published_key_order(ctx)
+    keys = [ctx.key_vars[k] for k in order]
+    center, scale = (a[order] for a in ctx.key_scaling)
+    return _per_prefix(ctx.pairs, keys, lambda parts, sizes, i: published_probabilistic_linkage_graph(
+        ctx.original_key_parts, parts, ctx.id_col, keys[:i], center[:i], scale[:i], ctx.n, ctx.pld_cell_rows))
 
 
 def _pld_published_finish(results: dict, ctx: ContinuousContext) -> dict:

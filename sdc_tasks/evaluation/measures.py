@@ -21,16 +21,25 @@ from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, stan
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED
-from sdc_tasks.evaluation.pairing import check_pairing_ids, paired, paired_nearest, record_count
+from sdc_tasks.evaluation.pairing import (
+    check_pairing_ids,
+    paired,
+    paired_nearest,
+    record_count,
+    with_nearest_original_ids,
+)
 from sdc_tasks.files import check_columns
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.risk import scores
-from sdc_tasks.stats.moments import frames_moments
+from sdc_tasks.stats.moments import frame_moments, frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
 FAMILY_UNITS = {f.name: f for f in (IL, PIL, DLD, PLD, ID, DLD_PUBLISHED, PLD_PUBLISHED, CAT_IL, CAT_RISK, LDIVERSITY,
                                     SUDA)}
+
+
+PAIRINGS = ("auto", "id", "nearest", "paper")
 
 
 def _units(families: tuple[str, ...]) -> list:
@@ -43,8 +52,8 @@ def check_options(families: tuple[str, ...], pairing: str) -> None:
     unknown = sorted(set(families) - set(FAMILIES))
     if unknown:
         raise InputError(f"unknown metric family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
-    if pairing not in ("auto", "id", "nearest"):
-        raise InputError(f"pairing must be auto, id or nearest, not {pairing!r}")
+    if pairing not in PAIRINGS:
+        raise InputError(f"pairing must be auto, id, nearest or paper, not {pairing!r}")
 
 
 def categorical_keys(key_vars: list[str], categorical: list[str]) -> list[str]:
@@ -83,7 +92,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         return out
     sensitive = list(sensitive) if "ldiversity" in cat_families else []
     check_categorical(categorical, keys, ordinal, cat_families, sensitive)
-    if pairing == "nearest":
+    if pairing in ("nearest", "paper"):
         raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
     cols = list(dict.fromkeys([*categorical, *keys]))
     check_columns(original.columns, [id_col, *cols], "original file")
@@ -124,13 +133,19 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
 
     ``pairing``: "id" pairs records by id (every masked id must be in the original), "nearest" pairs each
     masked record with its nearest original record (synthetic files, n' != n; disclosure risk then has no
-    ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest.
+    ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest; "paper"
+    is post_masking_optimization.txt sec. 2's setup: each masked record stands for its nearest original
+    record c(i) (standardized Euclidean distance on ``variables``) in IL1, ID and correct linkage, the risk
+    measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids; docs/postmask.md).
     ``cell_rows``: about how many original records one spatial cell of the blocked distance linkage holds;
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
     check_options(families, pairing)
     check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
     check_columns(masked.columns, [id_col, *variables, *key_vars], "masked file")
+    if pairing == "paper":
+        m = frame_moments(original, variables)
+        masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))
     units = _units(families)
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
@@ -143,7 +158,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         raise InputError(f"cannot evaluate an empty file: the original has {n} and the masked file {n_masked} "
                          "records")
     matched = int(dask.compute(record_count(by_id))[0]) if by_id is not None else 0
-    if pairing == "id" and matched != n_masked:
+    if pairing in ("id", "paper") and matched != n_masked:
         raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "
                          f"same {id_col!r} (use pairing 'nearest' for synthetic or re-sized files)")
     use_id = by_id is not None and matched == n_masked
@@ -155,7 +170,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
                             cell_rows, pld_cell_rows)
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
-                 "pairing": "id" if use_id else "nearest"}
+                 "pairing": "paper" if pairing == "paper" else "id" if use_id else "nearest"}
     out.update(family_measures(units, ctx))
     out.update(scores(out))
     return finite_metrics(out)

@@ -1,7 +1,8 @@
 """Pairing a masked file with its original: by id (masking methods keep ids), by row position (files without
 ids) or, for synthetic and re-sized files, with the nearest original record (post_masking_optimization.txt
 sec. 2). A pairing is a Dask frame holding each original variable beside its masked column (suffixed
-MASKED_SUFFIX), one row per paired record.
+MASKED_SUFFIX), one row per paired record. The paper's setup (pairing "paper") gives each masked record the
+id of its nearest original record (:func:`with_nearest_original_ids`) and then pairs by id.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from scipy.spatial import cKDTree
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.io import add_row_ids
+from sdc_tasks.kdtree import kd_tree, nearest_records
 from sdc_tasks.reserved import MASKED_SUFFIX
 
 
@@ -104,3 +106,37 @@ def _standardized_tree(values: np.ndarray, center: np.ndarray, scale: np.ndarray
 def record_count(frame: dd.DataFrame):
     """Delayed number of records of a collection."""
     return dask.delayed(sum)([dask.delayed(len)(part) for part in frame.to_delayed()])
+
+
+def nearest_original_rows(original: np.ndarray, masked: np.ndarray, center: np.ndarray,
+                          scale: np.ndarray) -> np.ndarray:
+    """Row of each masked record's nearest original record c(i): d-dimensional Euclidean distance on values
+    standardized with ``center`` and ``scale`` (post_masking_optimization.txt sec. 2), ties to the lowest
+    original row (the exact k-d tree of sdc_tasks.kdtree)."""
+    return nearest_records(kd_tree((original - center) / scale), (masked - center) / scale)
+
+
+def _ids_of_nearest(part: pd.DataFrame, original: np.ndarray, ids: np.ndarray, variables: list[str],
+                    center: np.ndarray, scale: np.ndarray, id_col: str) -> pd.DataFrame:
+    """A copy of one masked partition whose ids are those of each record's nearest original record."""
+    out = part.copy()
+    rows = nearest_original_rows(original, part[variables].to_numpy(np.float64), center, scale)
+    out[id_col] = ids[rows]
+    return out
+
+
+def _concat_ids(parts: list[pd.DataFrame], id_col: str) -> np.ndarray:
+    """The ids of all partitions as one array."""
+    return pd.concat(parts, ignore_index=True)[id_col].to_numpy()
+
+
+def with_nearest_original_ids(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+                              center: np.ndarray, scale: np.ndarray) -> dd.DataFrame:
+    """``masked`` with each record's id replaced by that of its nearest original record c(i) (the paper's
+    correspondence, post_masking_optimization.txt sec. 2: IL1, ID and correct linkage are computed against
+    c(i)); several masked records may then share an id. The original's values are gathered once."""
+    values = dask.delayed(_concat_values)(original[variables].to_delayed(), variables)
+    ids = dask.delayed(_concat_ids)(original[[id_col]].to_delayed(), id_col)
+    parts = [dask.delayed(_ids_of_nearest)(part, values, ids, variables, center, scale, id_col)
+             for part in masked.to_delayed()]
+    return dd.from_delayed(parts, meta=masked._meta, verify_meta=False)

@@ -3,7 +3,8 @@ context hooks of the record-shaped methods (the registry, ``sdc_tasks.masking.re
 method; the stage builders are ``sdc_tasks.masking.apply``).
 
 - block adapters (``apply.BlockKernel``): (block frame in id order, values, ids, params, global stats) ->
-  masked values;
+  masked values (the post-masking ones: a ``PostMaskResult``, values and figures, see
+  ``sdc_tasks.masking.postmask_outcome``);
 - column adapters (``apply.ColumnKernel``): (values of one scope, ids, params, rng) -> masked values;
 - fold adapters (``fold.ColumnFold``): (a chunk of a scope's values in rank order, their positions, the chunk's
   first rank, the scope's size, params, the scope's rng, carry) -> (positions, masked values, carry);
@@ -38,7 +39,7 @@ from sdc_tasks.masking.jpeg import jpeg_block
 from sdc_tasks.masking.md import md_microaggregate_block
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
-from sdc_tasks.masking.postmask import post_mask, random_start
+from sdc_tasks.masking.postmask import PostMaskResult, post_mask, random_start
 from sdc_tasks.masking.rankswap import SwapCarry, rank_swap_chunk, rank_swap_column
 from sdc_tasks.masking.recoding import mapped, recode_dtype, recode_plan, threshold_coded, threshold_variables
 from sdc_tasks.masking.resampling import resample_column, rescale
@@ -82,7 +83,7 @@ def jpeg_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: d
 
 
 def postmask_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
-                      stats: BlockStats) -> np.ndarray:
+                      stats: BlockStats) -> PostMaskResult:
     """Algorithm 1 on one block against the original records of the same ids (post_masking_optimization.txt
     sec. 3.2)."""
     original, rng = _block_original(block, params)
@@ -90,7 +91,7 @@ def postmask_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, param
 
 
 def synthetic_on_block(block: pd.DataFrame, x: np.ndarray, ids: np.ndarray, params: dict,
-                       stats: BlockStats) -> np.ndarray:
+                       stats: BlockStats) -> PostMaskResult:
     """Synthetic records for one block: Algorithm 1 from a random start with q = 1
     (post_masking_optimization.txt sec. 5); the block's input values are not used."""
     original, rng = _block_original(block, params)
@@ -105,13 +106,13 @@ def _block_original(block: pd.DataFrame, params: dict) -> tuple[np.ndarray, np.r
 
 
 def _optimized(original: np.ndarray, start: np.ndarray, q: float, correspondence: str, params: dict,
-               rng: np.random.Generator) -> np.ndarray:
+               rng: np.random.Generator) -> PostMaskResult:
     """Algorithm 1 with the step's parameters and the global standardization (post_masking_optimization.txt
-    sec. 3.2)."""
+    sec. 3.2): the optimized values and the run's figures."""
     ctx = params["context"]
     return post_mask(original, start, params["p"], q, params["target_e"], params["max_iter"],
                      params["perturbation_sd"], rng, params["order"], ctx["center"], ctx["scale"],
-                     correspondence).values
+                     correspondence, params["compensate"])
 
 
 # ---- column adapters ----
@@ -204,5 +205,11 @@ top_coding = CategoryMethod("values", coding_plan(top_coded), recoded)
 bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
 global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
 pram = CategoryMethod("values", pram_plan, prammed)
-local_suppression = CategoryMethod("combinations", suppression_plan, suppressed, masked_dtype=nullable_dtype)
+def suppression_counts(params: dict) -> str:
+    """What local suppression plans on: the first k records of each key combination (missing: any) or the
+    combination table (missing: category)."""
+    return "first_records" if params["missing"] == "any" else "combinations"
+
+
+local_suppression = CategoryMethod(suppression_counts, suppression_plan, suppressed, masked_dtype=nullable_dtype)
 recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)

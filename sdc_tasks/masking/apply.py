@@ -24,6 +24,7 @@ import pandas as pd
 from sdc_tasks import blocking as B
 from sdc_tasks.masking.fold import ColumnFold, folded_records
 from sdc_tasks.masking.registry import BlockPlan
+from sdc_tasks.masking.suppression import first_records, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
@@ -265,13 +266,15 @@ RecordKernel = Callable[[np.ndarray, np.ndarray, dict, dict], np.ndarray]
 
 @dataclass(frozen=True)
 class CategoryMethod:
-    """A categorical method: ``counts`` is "values" (a frequency table per variable) or "combinations" (one
-    table of the variables' value combinations, missing counted as a value); ``plan`` makes a scope's plan
-    from its counts, the parameters and the declared category orders; ``mask`` masks a scope's records of one
-    partition with it; ``masked_dtype``: the dtype a masked column takes given its input's, the variable and the
-    parameters (None: the input's; e.g. a nullable one where values may become missing, text for labels)."""
+    """A categorical method: ``counts`` is "values" (a frequency table per variable), "combinations" (one
+    table of the variables' value combinations, missing counted as a value), "first_records" (the key values and
+    positions of the first k records of each combination) or a function of the parameters naming one; ``plan``
+    makes a scope's plan from its counts, the parameters and the declared category orders; ``mask`` masks a
+    scope's records of one partition (their positions in column ``_pos``) with it; ``masked_dtype``: the dtype a
+    masked column takes given its input's, the variable and the parameters (None: the input's; e.g. a nullable
+    one where values may become missing, text for labels)."""
 
-    counts: str
+    counts: str | Callable[[dict], str]
     plan: Callable[[Any, dict, dict], Any]
     mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
     masked_dtype: Callable[[Any, str, dict], Any] | None = None
@@ -388,15 +391,28 @@ def record_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     return dd.from_delayed(pieces, meta=_positions_meta(variables), verify_meta=False)
 
 
-def _scope_counts(tables: list[pd.DataFrame], variables: list[str], method: CategoryMethod,
-                  strata: str | None) -> dict:
+def _scope_counts(tables: list[pd.DataFrame], variables: list[str], counts: str, strata: str | None) -> dict:
     """The counts a categorical method plans on, per stratum label: {variable: frequency per category} or
     the table of combinations."""
-    if method.counts == "combinations":
+    if counts == "combinations":
         return scope_rows(tables[0], strata)
     per_variable = [scope_rows(t, strata) for t in tables]
     return {label: {v: rows[label].set_index(v)[COUNT_COL] for v, rows in zip(variables, per_variable)}
             for label in per_variable[0]}
+
+
+def _first_records_scopes(ddf: dd.DataFrame, variables: list[str], strata: str | None, k: int) -> dict:
+    """Per stratum label, the key values and positions of the first k records of each combination of
+    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination)."""
+    lead = [strata] if strata else []
+    offsets = B.offsets_of(B.partition_lengths(ddf))
+    parts = [dask.delayed(first_records)(part, lead + variables, k, int(offsets[i]))
+             for i, part in enumerate(ddf[lead + variables].to_delayed())]
+    table = dask.delayed(merge_first_records)(parts, lead + variables, k).compute()
+    if strata is None:
+        return {None: table}
+    return {label: rows.drop(columns=strata).reset_index(drop=True)
+            for label, rows in table.groupby(strata, sort=True, observed=True)}
 
 
 def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], strata: str | None,
@@ -405,7 +421,8 @@ def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], stra
     part = part.reset_index(drop=True)
     positions = pd.Series(np.arange(offset, offset + len(part), dtype=np.int64))
     scopes = [(None, part)] if strata is None else part.groupby(strata, sort=True, observed=True)
-    pieces = [method.mask(rows, variables, plans[label], keys).assign(**{B.POS_COL: positions[rows.index]})
+    pieces = [method.mask(rows.assign(**{B.POS_COL: positions[rows.index].to_numpy()}), variables, plans[label],
+                          keys).assign(**{B.POS_COL: positions[rows.index].to_numpy()})
               for label, rows in scopes]
     if not pieces:
         return meta
@@ -418,10 +435,14 @@ def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, 
     """A categorical method over every partition (aligned with the input): exact counts per stratum by one
     tree reduction, a small plan per stratum made on the client, then each partition's records mapped by
     it. Masked columns keep their dtype (a nullable one when values may become missing)."""
-    groupings = [variables] if method.counts == "combinations" else [[v] for v in variables]
-    tables = frequency_tables(ddf, groupings, ctx.strata, dropna=method.counts == "values")
-    plans = {label: method.plan(counts, params, ctx.category_orders)
-             for label, counts in _scope_counts(tables, variables, method, ctx.strata).items()}
+    kind = method.counts(params) if callable(method.counts) else method.counts
+    if kind == "first_records":
+        scopes = _first_records_scopes(ddf, variables, ctx.strata, params["k"])
+    else:
+        groupings = [variables] if kind == "combinations" else [[v] for v in variables]
+        tables = frequency_tables(ddf, groupings, ctx.strata, dropna=kind == "values")
+        scopes = _scope_counts(tables, variables, kind, ctx.strata)
+    plans = {label: method.plan(counts, params, ctx.category_orders) for label, counts in scopes.items()}
     keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
     dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None
               else method.masked_dtype(ddf._meta[v].dtype, v, params) for v in variables}

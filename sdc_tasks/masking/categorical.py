@@ -27,8 +27,9 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.masking.suppression import suppression_plan_any
 from sdc_tasks.record_random import record_uniforms
-from sdc_tasks.reserved import COUNT_COL, SUPPRESS_COL
+from sdc_tasks.reserved import COUNT_COL, POS_COL, SUPPRESS_COL
 
 
 def nullable_dtype(dtype, variable: str | None = None, params: dict | None = None):
@@ -324,15 +325,21 @@ def prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) ->
 
 
 def suppression_plan(table: pd.DataFrame, params: dict, orders: dict) -> pd.DataFrame:
-    """The key combinations whose records lose values, with the bit mask of the keys they lose."""
+    """With ``missing: any``, the records that lose values (by position) from the first-records table
+    (sdc_tasks.masking.suppression); else the key combinations whose records lose values, with the bit mask of the
+    keys they lose."""
+    if params["missing"] == "any":
+        keys = [c for c in table.columns if c != POS_COL]
+        return suppression_plan_any(table, keys, params["k"], params["importance"], params["never"])
     keys = [c for c in table.columns if c != COUNT_COL]
     pattern = suppression_patterns(table, keys, params["k"])
     return table.loc[pattern > 0, keys].assign(**{SUPPRESS_COL: pattern[pattern > 0]}).reset_index(drop=True)
 
 
 def suppressed(rows: pd.DataFrame, variables: list[str], plan: pd.DataFrame, keys: dict) -> pd.DataFrame:
-    """The key variables with the planned values missing (a record's combination, missing values included,
-    picks its bit mask)."""
-    bits = rows[variables].merge(plan, on=variables, how="left")[SUPPRESS_COL].fillna(0).to_numpy(np.int64)
+    """The key variables with the planned values missing: a record's bit mask picked by its position (a plan of
+    records, ``missing: any``) or by its combination, missing values included (a plan of combinations)."""
+    on = [POS_COL] if POS_COL in plan.columns else variables
+    bits = rows[on].merge(plan, on=on, how="left")[SUPPRESS_COL].fillna(0).to_numpy(np.int64)
     return pd.DataFrame({v: rows[v].astype(nullable_dtype(rows[v].dtype)).mask(bits >> j & 1 == 1)
                          for j, v in enumerate(variables)})

@@ -5,6 +5,7 @@ block and mask stages of that shape, then the restore stage."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,8 @@ import dask.dataframe as dd
 
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import apply as A
+from sdc_tasks.masking.postmask_outcome import FIGURE_COLUMNS, PostMaskOutcome
+from sdc_tasks.masking.postmask_stage import blocked_records_with_figures, step_outcome
 from sdc_tasks.masking.registry import METHODS, Method
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.stats.moments import frame_moments
@@ -55,7 +58,8 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
     kernel = row.adapter()
     if row.shape == "blocked":
         extra = A.original_context(source, variables, ctx) if row.carries_original else {}
-        return A.blocked_records(source, variables, {**params, **extra}, ctx, kernel)
+        masking = blocked_records_with_figures if row.reports_outcome else A.blocked_records
+        return masking(source, variables, {**params, **extra}, ctx, kernel)
     if row.shape == "column":
         return A.column_records(source, variables, params, ctx, kernel, row.fold_adapter())
     if row.shape == "categorical":
@@ -64,11 +68,28 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
                             _record_context(row, source, variables, params, ctx))
 
 
+@dataclass
+class Applied(A.Staged):
+    """A step's restored output (``apply.Staged``) and, for a post-masking method, what it reached."""
+
+    outcome: PostMaskOutcome | None = None
+
+
+def outcome_for(method: str, params: dict[str, Any], masked_values: str | Path) -> PostMaskOutcome | None:
+    """What a post-masking step reached, from the block figures its mask stage wrote to ``masked_values``
+    (None for any other method)."""
+    if not METHODS[method].reports_outcome:
+        return None
+    figures = read_table(masked_values, "parquet")[list(FIGURE_COLUMNS.values())]
+    first = FIGURE_COLUMNS["records"]
+    return step_outcome(method, params, figures[figures[first].notnull()].compute())
+
+
 def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dict[str, Any], ctx: A.StepContext,
-               work_dir: str | Path | None = None) -> A.Staged:
+               work_dir: str | Path | None = None) -> Applied:
     """Run block, mask and restore for one method, each stage written to Parquet under ``work_dir`` (a
     private scratch directory when None, ``sdc_tasks.outputs.scratch_dir``, kept until the returned frame has
-    been computed or written)."""
+    been computed or written); a post-masking method's outcome with it."""
     scratch = scratch_dir("step") if work_dir is None else None
     root = Path(scratch.name if scratch else work_dir)
     source, blocks = ddf, A.scope_count(ddf, ctx)
@@ -78,4 +99,5 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
         source, blocks = read_table(root / "blocks", "parquet"), staged.blocks
     write_parquet(mask_for(method, source, variables, params, ctx), root / "masked-values")
     restored = A.restore_order(ddf, read_table(root / "masked-values", "parquet"), variables)
-    return A.Staged(restored.frame, blocks, (*restored.pinned, scratch))
+    return Applied(restored.frame, blocks, (*restored.pinned, scratch),
+                   outcome_for(method, params, root / "masked-values"))

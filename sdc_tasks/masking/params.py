@@ -99,6 +99,9 @@ class SyntheticPostMaskParams(Params):
     max_iter: int = Field(default=1_000_000, ge=0, le=10**12, description="most perturbations tried per block")
     perturbation_sd: float = Field(default=0.1, gt=0, le=10, description="sd of one perturbation, in original sds")
     order: int = Field(default=2, ge=1, le=10, description="moments restored up to this order m (sec. 5)")
+    compensate: bool = Field(default=True, description="a try that lowers E but puts IL1 above its band may move "
+                             "a second value of M toward its nearest original (docs/postmask.md); false: the "
+                             "paper's single moves")
     block_size: int = Field(default=DEFAULT_BLOCK_SIZE, ge=2, le=LARGEST_BLOCK,
                             description="records per data-driven block")
 
@@ -107,8 +110,10 @@ class PostMaskParams(SyntheticPostMaskParams):
     """Post-masking optimization, Algorithm 1 (post_masking_optimization.txt sec. 3)."""
 
     q: float = Field(gt=0, le=1, description="share of records perturbed: those contributing most to IL1")
-    correspondence: Literal["nearest", "id"] = Field(
-        default="nearest", description="IL1 against the nearest original record (paper) or the record's own")
+    correspondence: Literal["id", "nearest"] = Field(
+        default="id", description="IL1 (expr. (8)'s band) against the record's own original, as sdc evaluate and "
+        "a release pair records (default), or against its nearest original record, the paper's C(i) "
+        "(docs/postmask.md)")
 
 
 class CodingParams(Params):
@@ -135,6 +140,19 @@ class LocalSuppressionParams(Params):
     suppression; k-anonymity)."""
 
     k: int = Field(ge=2, le=LARGEST_K, description="every combination of the key variables must occur at least k times")
+    missing: Literal["any", "category"] = Field(
+        default="any", description="a suppressed value matches any value (sdcMicro's and mu-Argus' convention; the "
+        "procedure of sdcMicro's kAnon) or is a category of its own (a greedy on the key combinations)")
+    importance: list[str] | None = Field(default=None, description="the keys from the most to the least important "
+                                         "(the least important lose values first; default: fewer categories first)")
+    never: list[str] = Field(default_factory=list, description="keys that never lose a value")
+
+    @model_validator(mode="after")
+    def _ordered_only_with_any(self) -> "LocalSuppressionParams":
+        """importance and never go with missing: any."""
+        if self.missing == "category" and (self.importance is not None or self.never):
+            raise ValueError("importance and never go with missing: any")
+        return self
 
 
 def category_text(value: Any) -> str:

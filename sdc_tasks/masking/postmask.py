@@ -12,7 +12,8 @@ Per block of records (data-driven blocks, as for MDAV), with the original record
   [0.99, 1.01] x p x IL1 of the input block;
 - steps 8(a)-(i): a random value of a random record of M (the ceil(100 q %) records contributing most to
   IL1) gets Gaussian noise; the change is undone when E does not decrease, or when IL1 is outside the band
-  and no closer to the target than before.
+  and no closer to the target than before; a try that lowers E but leaves IL1 above its band may take a
+  compensating second move (docs/postmask.md, "Reaching TargetE").
 
 Each step costs O(number of monomials holding the changed variable) (O(d) for m = 2) for the moment sums and
 E, O(d) for IL1, plus one exact nearest-original search in a k-d tree of the original block (warm-started at
@@ -29,6 +30,7 @@ import numba
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.evaluation.pairing import nearest_original_rows
 from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_arrays
 
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
@@ -110,14 +112,54 @@ def _monomial(z, i, factors, t, j, value):
 
 
 @numba.njit(cache=True)
+def _move_delta(z, i, j, value, factors, term_start, terms, diff, n, delta):
+    """The change of E (expr. (7)) when z_ij becomes ``value``; the monomials' average changes go into
+    ``delta`` (at the positions of variable j's terms)."""
+    d_e = 0.0
+    old = z[i, j]
+    for a in range(term_start[j], term_start[j + 1]):
+        t = terms[a]
+        delta[a] = (_monomial(z, i, factors, t, j, value) - _monomial(z, i, factors, t, j, old)) / n
+        d_e += (diff[t] + delta[a]) ** 2 - diff[t] ** 2
+    return d_e
+
+
+@numba.njit(cache=True)
+def _add_delta(diff, j, term_start, terms, delta, sign):
+    """Add (sign +1) or take back (-1) the monomial changes ``delta`` of a move of variable j to ``diff``."""
+    for a in range(term_start[j], term_start[j + 1]):
+        diff[terms[a]] += sign * delta[a]
+
+
+@numba.njit(cache=True)
+def _squared_sum(diff):
+    """E of expr. (7) from the kept average differences."""
+    e = 0.0
+    for t in range(diff.shape[0]):
+        e += diff[t] * diff[t]
+    return e
+
+
+@numba.njit(cache=True)
+def _refused(il_new, il_prev, lo, hi, target):
+    """Step 8(h): IL1 outside [lo, hi] and no closer to the target than before."""
+    return (il_new < lo or il_new > hi) and abs(il_new - target) >= abs(il_prev - target)
+
+
+@numba.njit(cache=True)
 def _climb(z, original, denom, nearest, contrib, members, factors, term_start, terms, diff, e, il_sum, target_il,
-           target_e, max_iter, step, by_id, rng, points, perm, start, stop, dim, split, left, right, box_lo, box_hi):
+           target_e, max_iter, step, by_id, compensate, rng, points, perm, start, stop, dim, split, left, right,
+           box_lo, box_hi):
     """Algorithm 1 step 8 in place on ``z`` (standardized masked block), ``nearest``, ``contrib`` and ``diff``
-    (average differences of the monomials, masked - original); returns (iterations, E, IL1 sum)."""
+    (average differences of the monomials, masked - original); returns (iterations, E, IL1 sum). With
+    ``compensate``, a try that lowers E but leaves IL1 above the band gets a second value of M moved toward
+    its nearest original's, by what brings IL1 back to the target, and the pair is judged by 8(g)-(h) as one
+    move (docs/postmask.md, "Reaching TargetE")."""
     n, d = z.shape
     il_scale = 100.0 / (d * n)
     lo, hi = (1.0 - IL1_BAND) * target_il, (1.0 + IL1_BAND) * target_il
     delta = np.empty(terms.shape[0])
+    delta2 = np.empty(terms.shape[0])
     it = 0
     while e >= target_e and it < max_iter:
         it += 1
@@ -125,11 +167,7 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
         j = rng.integers(0, d)
         old = z[i, j]
         new = old + step * rng.standard_normal()
-        d_e = 0.0
-        for a in range(term_start[j], term_start[j + 1]):
-            t = terms[a]
-            delta[a] = (_monomial(z, i, factors, t, j, new) - _monomial(z, i, factors, t, j, old)) / n
-            d_e += (diff[t] + delta[a]) ** 2 - diff[t] ** 2
+        d_e = _move_delta(z, i, j, new, factors, term_start, terms, diff, n, delta)
         if d_e >= 0.0:  # step 8(g)
             continue
         z[i, j] = new
@@ -138,17 +176,54 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
         contrib_new = _record_contribution(z, i, original, denom, c)
         il_prev = il_sum * il_scale
         il_new = (il_sum - contrib[i] + contrib_new) * il_scale  # step 8(d)
-        if (il_new < lo or il_new > hi) and abs(il_new - target_il) >= abs(il_prev - target_il):
+        if not _refused(il_new, il_prev, lo, hi, target_il):
+            _add_delta(diff, j, term_start, terms, delta, 1.0)
+            e = _squared_sum(diff)
+            il_sum += contrib_new - contrib[i]
+            contrib[i] = contrib_new
+            nearest[i] = c
+            continue
+        if not compensate or il_new < hi:
             z[i, j] = old  # step 8(h), 8(i): the previous nearest record is kept
             continue
-        for a in range(term_start[j], term_start[j + 1]):
-            diff[terms[a]] += delta[a]
-        e = 0.0
-        for t in range(diff.shape[0]):
-            e += diff[t] * diff[t]
-        il_sum += contrib_new - contrib[i]
-        contrib[i] = contrib_new
-        nearest[i] = c
+        # the compensating move: a random value of M toward its nearest original's, IL1 back to the target
+        i2 = members[rng.integers(0, members.shape[0])]
+        j2 = rng.integers(0, d)
+        c2 = c if i2 == i else nearest[i2]
+        old2 = z[i2, j2]
+        gap = original[c2, j2] - old2
+        if denom[c2, j2] <= 0 or gap == 0.0:
+            z[i, j] = old
+            continue
+        shift = min((il_new - target_il) / il_scale * denom[c2, j2], abs(gap))
+        new2 = old2 + (shift if gap > 0 else -shift)
+        _add_delta(diff, j, term_start, terms, delta, 1.0)
+        d_e2 = _move_delta(z, i2, j2, new2, factors, term_start, terms, diff, n, delta2)
+        if d_e + d_e2 >= 0.0:  # step 8(g) on the pair
+            _add_delta(diff, j, term_start, terms, delta, -1.0)
+            z[i, j] = old
+            continue
+        z[i2, j2] = new2
+        c2_new = nearest[i2] if by_id else nearest_index(z[i2], c2, points, perm, start, stop, dim, split, left,
+                                                         right, box_lo, box_hi)
+        contrib2 = _record_contribution(z, i2, original, denom, c2_new)
+        if i2 == i:
+            pair_sum = il_sum - contrib[i] + contrib2
+        else:
+            pair_sum = il_sum - contrib[i] + contrib_new - contrib[i2] + contrib2
+        if _refused(pair_sum * il_scale, il_prev, lo, hi, target_il):  # step 8(h) on the pair
+            z[i2, j2] = old2
+            z[i, j] = old
+            _add_delta(diff, j, term_start, terms, delta, -1.0)
+            continue
+        _add_delta(diff, j2, term_start, terms, delta2, 1.0)
+        e = _squared_sum(diff)
+        il_sum = pair_sum
+        if i2 != i:
+            contrib[i] = contrib_new
+            nearest[i] = c
+        contrib[i2] = contrib2
+        nearest[i2] = c2_new
     return it, e, il_sum
 
 
@@ -173,13 +248,14 @@ class PostMaskResult:
 
 def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, target_e: float, max_iter: int,
               perturbation_sd: float, rng: np.random.Generator, order: int = 2, center: np.ndarray | None = None,
-              scale: np.ndarray | None = None, correspondence: str = "nearest") -> PostMaskResult:
+              scale: np.ndarray | None = None, correspondence: str = "nearest", compensate: bool = True) -> PostMaskResult:
     """PostMaskOptim(X, X', p, q, TargetE) of post_masking_optimization.txt Algorithm 1 on one block:
     ``original`` X (n, d) and ``masked`` X' (n', d); variables standardized with ``center`` and ``scale``
     (default: X's own mean and population sd; an sd of 0 counts as 1). Records outside M keep their input
     values exactly. ``order`` m adds the monomials of degree 3..m to E (sec. 5). ``correspondence``
     "nearest" is the paper's C(i), the nearest original record; "id" pairs masked record i with original
-    record i (n' = n), the correspondence of docs/metrics.md's IL1."""
+    record i (n' = n), the correspondence of docs/metrics.md's IL1. ``compensate`` adds the compensating
+    second move of ``_climb`` (False: the paper's single moves only)."""
     x = np.ascontiguousarray(original, dtype=np.float64)
     xm = np.ascontiguousarray(masked, dtype=np.float64)
     if x.ndim != 2 or xm.ndim != 2 or x.shape[1] != xm.shape[1]:
@@ -211,7 +287,8 @@ def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, targ
     e_initial = float(np.sum(diff ** 2))  # step 7
     iterations, e_final, il_sum = _climb(z, zo, denom, nearest, contrib, members, factors, term_start, terms, diff,
                                          e_initial, il1_initial * d * n / 100.0, target_il, float(target_e),
-                                         int(max_iter), float(perturbation_sd), by_id, rng, *tree_arrays(tree))
+                                         int(max_iter), float(perturbation_sd), by_id, compensate, rng,
+                                         *tree_arrays(tree))
     values = xm.copy()
     values[members] = z[members] * scale + center  # step 9
     return PostMaskResult(values, e_initial, float(e_final), il1_initial, target_il, 100.0 * il_sum / (d * n),
@@ -228,12 +305,12 @@ def random_start(original: np.ndarray, n: int, rng: np.random.Generator) -> np.n
 def with_nearest_ids(original: pd.DataFrame, masked: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:
     """A copy of ``masked`` whose ids are those of each record's nearest original record (standardized
     d-dimensional Euclidean distance): the correspondence c(i) under which post_masking_optimization.txt
-    sec. 2 computes IL1, ID and correct linkage, so that id-paired evaluation gives the paper's measures."""
+    sec. 2 computes IL1, ID and correct linkage, so that id-paired evaluation gives the paper's measures
+    (the pandas form of ``sdc evaluate --pairing paper``, sdc_tasks.evaluation.pairing)."""
     x = original[variables].to_numpy(np.float64)
-    center, scale = x.mean(axis=0), x.std(axis=0)
-    scale = np.where(scale > 0, scale, 1.0)
-    tree = kd_tree((x - center) / scale)
-    idx = nearest_records(tree, (masked[variables].to_numpy(np.float64) - center) / scale)
+    scale = x.std(axis=0)
+    rows = nearest_original_rows(x, masked[variables].to_numpy(np.float64), x.mean(axis=0),
+                                 np.where(scale > 0, scale, 1.0))
     out = masked.copy()
-    out[id_col] = original[id_col].to_numpy()[idx]
+    out[id_col] = original[id_col].to_numpy()[rows]
     return out

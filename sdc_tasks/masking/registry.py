@@ -77,7 +77,8 @@ class Method:
     Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
     state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
 
-    Flags: ``after_masking``, a step that moves an already masked file toward the original records'
+    Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
+    figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that moves an already masked file toward the original records'
     statistics, so it needs those records (a release's input, or ``sdc mask --original``); ``ordinal``, a
     categorical method that needs an order of the categories; ``on_keys``, a method whose variables default
     to the categorical keys."""
@@ -96,6 +97,7 @@ class Method:
     fixed_block_size: int | None = None
     record_context: str | None = None
     fold: str | None = None
+    reports_outcome: bool = False
     after_masking: bool = False
     ordinal: bool = False
     on_keys: bool = False
@@ -141,10 +143,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (Mic2mul k .. Micmul k; Domingo-Ferrer "
            "and Mateo-Sanz 2002)",
            {"k": 3, "block_size": 100},
-           "per block, as mdav; the most distant pair from cached upper bounds made exact on demand: 1-3 s per "
-           "12,000-record block and attribute group (MDAV 0.03-0.5 s), so Mic3mul k = 3 on 1e6 records needs "
-           "about 11 CPU-minutes (MDAV: under 1): MD for the chapter's files and comparisons, MDAV for large "
-           "releases",
+           "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
+           "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
+           "(10x-25x the scan kernel it replaced, same groups) and 1.4 s for all 13 (about 6x), so Mic3mul k = 3 "
+           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/md_kernel.py, docs/performance.md)",
            block=BlockPlan("principal", 2)),
     Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
@@ -229,13 +231,13 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "per data-driven block against the original records of the same ids, each block targeting its own "
            "originals' moments; random streams keyed by (seed, step, block); the paper's open choices and "
            "Census figures: docs/postmask.md",
-           block=BlockPlan("principal", 2), carries_original=True, after_masking=True),
+           block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True, after_masking=True),
     Method("synthetic_postmask", SyntheticPostMaskParams, "blocked", "synthetic_on_block",
            "synthetic data: the post-masking hill climbing from a random start with q = 1",
            "post_masking_optimization.txt sec. 5 (Synthetic microdata generation)",
            {"p": 0.3, "target_e": 0.02, "max_iter": 5000},
            "as postmask",
-           block=BlockPlan("principal", 2), carries_original=True),
+           block=BlockPlan("principal", 2), carries_original=True, reports_outcome=True),
     Method("top_coding", CodingParams, "categorical",
            "top_coding",
            "top coding: the last p categories of an ordinal variable recoded into one",
@@ -420,7 +422,8 @@ def _bounds(model: type[Params], name: str) -> str:
 def param_infos(method: str) -> list[ParamInfo]:
     """The parameters of a registered method, in the order of its model."""
     model = METHODS[method].params
-    return [ParamInfo(name, _type_name(f.annotation), None if f.is_required() else f.default, f.is_required(),
+    return [ParamInfo(name, _type_name(f.annotation),
+                      None if f.is_required() else f.get_default(call_default_factory=True), f.is_required(),
                       f.description or "", _bounds(model, name)) for name, f in model.model_fields.items()]
 
 

@@ -52,6 +52,8 @@ SCORE = "score"
 DIAGNOSTIC = "diagnostic"
 BOOKKEEPING = "bookkeeping"
 COMPARISON = "comparison"
+POSTMASK = "postmask"  # what a post-masking step reached (sdc_tasks.masking.postmask_outcome)
+POSTMASK_SOURCE = "post_masking_optimization.txt sec. 3 (docs/postmask.md)"
 
 CONTINUOUS = "continuous"
 CATEGORICAL = "categorical"
@@ -126,6 +128,9 @@ FAMILY_ROWS: tuple[MetricFamily, ...] = (
 FAMILIES = tuple(f.name for f in FAMILY_ROWS)
 DEFAULT_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.default)
 CATEGORICAL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.kind == CATEGORICAL)
+DEFAULT_CATEGORICAL_FAMILIES = ("cat_il", "cat_risk")
+"""What a release spec with categorical variables computes unless its metrics say otherwise (suda and
+ldiversity are asked for)."""
 IL_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_IL)
 RISK_FAMILIES = tuple(f.name for f in FAMILY_ROWS if f.group == GROUP_DR)
 
@@ -326,12 +331,28 @@ MEASURES: tuple[Measure, ...] = (
          COUNT, NEUTRAL, group=GROUP_OTHER, pattern=r"(\w+)_undefined_terms"),
     _row("<key>_not_finite", DIAGNOSTIC, "1 when {i} is left out: its value is not finite (beyond the float range)",
          FLAG, NEUTRAL, range=(1.0, 1.0), group=GROUP_OTHER, pattern=r"(\w+)_not_finite"),
+    _row("postmask_E_before", POSTMASK, "Post-masking: moment error E (expr. (7), standardized variables) of the "
+         "step's input against the original records (over blocks: record-weighted mean)", UNITLESS, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_E_after", POSTMASK, "Post-masking: moment error E of the step's output (over blocks: "
+         "record-weighted mean, an upper bound of the file's E)", UNITLESS, source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_target_E", POSTMASK, "Post-masking: TargetE, the E the step stops below", UNITLESS, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_IL1_ratio", POSTMASK, "Post-masking: IL1 (expr. (6)) after / before the step; within 1 % of p "
+         "when the band of expr. (8) holds", UNITLESS, NEUTRAL, source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_iterations", POSTMASK, "Post-masking: perturbations tried, all blocks", COUNT, NEUTRAL,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_target_met", POSTMASK, "Post-masking: 1 when every block reached E < TargetE, 0 when max_iter "
+         "stopped a block first", FLAG, HIGHER, range=(0.0, 1.0), source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("postmask_blocks_short", POSTMASK, "Post-masking: blocks whose E stayed at or above TargetE (every "
+         "post-masking step of the release); gate it at 0 to refuse such a release", COUNT,
+         source=POSTMASK_SOURCE, group=GROUP_OTHER),
     _row("n", BOOKKEEPING, "Records of the original file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("n_masked", BOOKKEEPING, "Records of the masked file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("p", BOOKKEEPING, "Continuous variables evaluated", COUNT, NEUTRAL, group=GROUP_OTHER),
     _row("key_vars", BOOKKEEPING, "Key variables of the linkage measures, in order", NAMES, NEUTRAL, None,
          group=GROUP_OTHER),
-    _row("pairing", BOOKKEEPING, "How the records were paired: id or nearest", TEXT, NEUTRAL, None,
+    _row("pairing", BOOKKEEPING, "How the records were paired: id, nearest or paper", TEXT, NEUTRAL, None,
          group=GROUP_OTHER),
     _row("categorical", BOOKKEEPING, "Categorical variables evaluated", NAMES, NEUTRAL, None, group=GROUP_OTHER),
     _row("categorical_keys", BOOKKEEPING, "Key variables of the categorical risk measures, in order", NAMES, NEUTRAL,
@@ -383,8 +404,9 @@ def key_order(key: str) -> tuple[int, int, int, str]:
 
 
 def gated_families(key: str) -> tuple[str, ...] | None:
-    """The metric families a release gate on ``key`` needs computed; None when ``key`` is no measure a maximum can
-    limit (unknown, bookkeeping, a diagnostic count, or a measure where higher is better)."""
+    """The metric families a release gate on ``key`` needs computed (none for a post-masking key, which needs a
+    post-masking step); None when ``key`` is no measure a maximum can limit (unknown, bookkeeping, a diagnostic
+    count, or a measure where higher is better)."""
     try:
         measure = measure_of(key)
     except KeyError:
@@ -393,6 +415,8 @@ def gated_families(key: str) -> tuple[str, ...] | None:
         return None
     if measure.family == SCORE:
         return tuple(dict.fromkeys(measure_of(k).family for k in _SCORE_INPUTS[key]))
+    if measure.family == POSTMASK:
+        return ()  # reported by a post-masking step, not by a metric family
     return (measure.family,) if measure.family in FAMILIES else None
 
 

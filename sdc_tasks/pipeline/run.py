@@ -19,6 +19,7 @@ from sdc_tasks.cluster import dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.files import check_input_unchanged, input_identity
 from sdc_tasks.io import parquet_row_counts
+from sdc_tasks.masking.postmask_outcome import outcome_from_dict, outcome_metrics
 from sdc_tasks.outputs import atomic_output_dir, kept_metrics
 from sdc_tasks.pipeline.gate import failed_checks, gate_checks, refusal_message
 from sdc_tasks.pipeline.spec import ReleaseSpec
@@ -190,7 +191,7 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
     steps = [_masking_step(spec, i, paths, stages, times, log) for i in range(len(spec.steps))]
     with times.timed("evaluate"):
         with progress_stage("evaluate"):
-            metrics = stages.evaluate(spec, paths)
+            metrics = {**stages.evaluate(spec, paths), **outcome_metrics(steps)}
         with progress_stage("profile"):
             profile = stages.profile(spec, paths)
     progress["metrics"] = metrics
@@ -218,11 +219,17 @@ def _masking_step(spec: ReleaseSpec, i: int, paths: ReleasePaths, stages: Stages
             with progress_stage(f"block {name}"):
                 blocks = stages.block(spec, i, paths)["blocks"]
         with progress_stage(f"mask {name}"):
-            scopes = stages.mask(spec, i, paths)["blocks"]
+            masked = stages.mask(spec, i, paths)
+            scopes = masked["blocks"]
         with progress_stage(f"write {name}"):
             rows = stages.write(spec, i, paths)["rows"]
     summary = StepSummary(step.method, dict(step.params), spec.step_variables(i),
-                          scopes if blocks is None else blocks, round(times.seconds[name], 3))
+                          scopes if blocks is None else blocks, round(times.seconds[name], 3), masked.get("outcome"))
     log.info("step %d (%s): %d blocks, %d records written in %.1f s", i, step.method, summary.blocks, rows,
              summary.seconds)
+    if summary.outcome is not None:
+        outcome = outcome_from_dict(summary.outcome)
+        log.info("step %d %s", i, outcome.text())
+        if outcome.warning():
+            log.warning("step %d %s", i, outcome.warning().removeprefix("warning: "))
     return summary

@@ -12,7 +12,15 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from sdc_tasks.errors import SpecError
 from sdc_tasks.files import input_format, yaml_document
 from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
-from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, gated_families
+from sdc_tasks.metrics.catalogue import (
+    CATEGORICAL_FAMILIES,
+    DEFAULT_CATEGORICAL_FAMILIES,
+    DEFAULT_FAMILIES,
+    FAMILIES,
+    POSTMASK,
+    gated_families,
+    measure_of,
+)
 from sdc_tasks.tls import TlsFiles, check_tls_settings
 
 OPTIONAL_ROLES = ("categorical", "ordinal", "weight", "pass_through", "drop", "sensitive")  # in the hash only when set
@@ -221,6 +229,9 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
+            if measure_of(measure).family == POSTMASK and not any(METHODS[s.method].reports_outcome
+                                                                   for s in self.steps):
+                raise ValueError(f"gate.max.{measure}: needs a postmask or synthetic_postmask step")
         id_roles = [role for role, names in self.variables.named().items() if self.id_column in names]
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
@@ -280,7 +291,7 @@ class ReleaseSpec(_Strict):
         roles = self.variables
         if "metrics" not in self.model_fields_set:
             self.metrics = ([*DEFAULT_FAMILIES] if roles.continuous else []) + \
-                ([*CATEGORICAL_FAMILIES] if roles.categorical else [])
+                ([*DEFAULT_CATEGORICAL_FAMILIES] if roles.categorical else [])
             return
         for family in self.metrics:
             categorical = family in CATEGORICAL_FAMILIES
@@ -365,9 +376,12 @@ class ReleaseSpec(_Strict):
 
     def spec_hash(self) -> str:
         """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical,
-        pass_through, drop and sensitive roles and the households enter it only when set, so a spec without them
-        keeps the hash it had before they existed."""
-        data = self.model_dump(mode="json", exclude={"households"} if self.households is None else set())
+        pass_through, drop and sensitive roles, the households and the input's value_labels enter it only when
+        set, so a spec without them keeps the hash it had before they existed."""
+        unset_fields = {"households"} if self.households is None else set()
+        data = self.model_dump(mode="json", exclude=unset_fields)
+        if "value_labels" not in self.input.model_fields_set:
+            del data["input"]["value_labels"]
         unset = [r for r in OPTIONAL_ROLES if r not in self.variables.model_fields_set]
         data["variables"] = {r: v for r, v in data["variables"].items() if r not in unset}
         canonical = json.dumps(data, sort_keys=True, separators=(",", ":"))

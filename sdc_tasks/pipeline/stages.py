@@ -19,7 +19,7 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import apply_step, block_for, mask_for
+from sdc_tasks.masking.methods import apply_step, block_for, mask_for, outcome_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
@@ -125,13 +125,16 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
-    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts)."""
+    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
+    for a post-masking step, what it reached (``PostMaskOutcome.as_dict``; None otherwise)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
     frame = read_table(paths.work(i) / "blocks", "parquet") if blocked else source
     write_parquet(mask_for(method, frame, variables, params, ctx), paths.work(i) / "masked-values")
-    return {"blocks": None if blocked else scope_count(source, ctx)}
+    outcome = outcome_for(method, params, paths.work(i) / "masked-values")
+    return {"blocks": None if blocked else scope_count(source, ctx),
+            "outcome": None if outcome is None else outcome.as_dict()}
 
 
 def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:

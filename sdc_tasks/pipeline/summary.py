@@ -27,13 +27,15 @@ VERSIONED_PACKAGES = ("sdc-pipeline", "dask", "distributed", "pandas", "numpy", 
 
 @dataclass(frozen=True)
 class StepSummary:
-    """One masking step as it ran: method, parameters, variables, blocks (or scopes) and seconds."""
+    """One masking step as it ran: method, parameters, variables, blocks (or scopes), seconds and, for a
+    post-masking step, what it reached (``PostMaskOutcome.as_dict``)."""
 
     method: str
     params: dict[str, Any]
     variables: list[str]
     blocks: int
     seconds: float
+    outcome: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)

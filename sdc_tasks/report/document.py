@@ -127,6 +127,7 @@ HEADLINE_CSS = """
 .status-REFUSED { background: #fbe3e3; border: 1px solid #d27b7b; }
 .status-HELD { background: #fdf3d8; border: 1px solid #d8b45a; }
 .status-EVALUATED { background: #e8eef8; border: 1px solid #8aa4cc; }
+.warning { padding: .4rem 1rem; background: #fdf3d8; border: 1px solid #d8b45a; border-radius: 4px; }
 .headline { border: 1px solid #ccc; border-radius: 6px; padding: .3rem 1rem .6rem; margin-bottom: 1.5rem; }
 .headline table.checks tr.fail td { background: #fbe3e3; font-weight: 600; }
 .headline table.checks tr.pass td:last-child { color: #2d7a2d; }

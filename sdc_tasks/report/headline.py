@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
+from sdc_tasks.masking.postmask_outcome import outcome_from_dict
 from sdc_tasks.metrics.catalogue import anchor_of, measure_of
 from sdc_tasks.report.document import format_value, html_text, unit_value_text
 
@@ -42,13 +43,15 @@ class KeyNumber:
 @dataclass(frozen=True)
 class Headline:
     """What a report shows first: the verdict and why, the gate checks as formatted rows (measure, value, limit,
-    margin, result), the key numbers and the run facts as (label, text) pairs."""
+    margin, result), the key numbers, the run facts as (label, text) pairs and the warnings (a post-masking
+    step that stopped short of TargetE)."""
 
     status: str
     detail: str
     checks: list[tuple[str, str, str, str, str]]
     numbers: list[KeyNumber]
     facts: list[tuple[str, str]]
+    warnings: tuple[str, ...] = ()
 
 
 def failing_check_text(check: dict) -> str:
@@ -128,6 +131,13 @@ def key_numbers(metrics: dict, gate: dict | None = None) -> list[KeyNumber]:
             for k in headline_keys(metrics, gate)]
 
 
+def step_warnings(steps: list[dict]) -> tuple[str, ...]:
+    """The warning line of each post-masking step that stopped short of TargetE, "step N: ..."."""
+    warnings = ((i, outcome_from_dict(s["outcome"]).warning()) for i, s in enumerate(steps, start=1)
+                if s.get("outcome"))
+    return tuple(f"step {i}: {text.removeprefix('warning: ')}" for i, text in warnings if text)
+
+
 def _seconds_text(seconds: float) -> str:
     """A duration as "12.3 s" or "4 min 05 s"."""
     return f"{seconds:.1f} s" if seconds < 60 else f"{int(seconds // 60)} min {int(seconds % 60):02d} s"
@@ -145,7 +155,7 @@ def headline(summary: dict) -> Headline:
              ("Method chain", chain),
              ("Run time", f"{seconds} ({run['started']} to {run['finished']})")]
     return Headline(status, detail, check_rows(summary["gate"]), key_numbers(summary["metrics"], summary["gate"]),
-                    facts)
+                    facts, step_warnings(summary["steps"]))
 
 
 def metrics_headline(metrics: dict, records: str) -> Headline:
@@ -171,7 +181,7 @@ def _number_note(number: KeyNumber) -> str:
 
 def headline_markdown(h: Headline) -> list[str]:
     """The headline as Markdown lines: verdict, gate checks, key numbers, run facts."""
-    lines = [f"**{h.status}**: {h.detail}", ""]
+    lines = [f"**{h.status}**: {h.detail}", "", *(line for w in h.warnings for line in (f"**Warning**: {w}", ""))]
     if h.checks:
         lines += ["| " + " | ".join(CHECK_HEADERS) + " |", "|" + "---|" * len(CHECK_HEADERS),
                   *("| " + " | ".join(row) + " |" for row in h.checks), ""]
@@ -187,7 +197,8 @@ def headline_html(h: Headline, link_prefix: str = "#def-") -> str:
     (each key linking to ``link_prefix`` + its anchor; "" for no link) and run facts."""
     parts = ['<section class="headline" id="headline">',
              f'<p class="status status-{html_text(h.status)}"><strong>{html_text(h.status)}</strong>: '
-             f'{html_text(h.detail)}</p>']
+             f'{html_text(h.detail)}</p>',
+             *(f'<p class="warning"><strong>Warning</strong>: {html_text(w)}</p>' for w in h.warnings)]
     if h.checks:
         head = "".join(f"<th>{html_text(c)}</th>" for c in CHECK_HEADERS)
         body = "".join(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from sdc_tasks.masking.postmask_outcome import outcome_from_dict
 from sdc_tasks.metrics.catalogue import (
     DOCS,
     GROUP_ORDER,
@@ -210,13 +211,15 @@ def run_section(summary: dict) -> Section:
 
 
 def steps_section(steps: list[dict]) -> Section:
-    """The masking steps in application order, with their blocks and seconds."""
+    """The masking steps in application order, with their blocks and seconds, and what a post-masking step
+    reached (E before and after, TargetE, IL1 ratio, tries)."""
     rows = [(str(i), s["method"], params_text(s["params"]), _names(s["variables"]), str(s["blocks"]),
-             f"{s['seconds']:.2f}") for i, s in enumerate(steps, start=1)]
+             f"{s['seconds']:.2f}", outcome_from_dict(s["outcome"]).text() if s.get("outcome") else "")
+            for i, s in enumerate(steps, start=1)]
     if not rows:
         return Section("Masking steps", paragraphs=["No masking steps were recorded."])
     return Section("Masking steps", paragraphs=[f"Method chain: {method_chain(steps)}."],
-                   table=Table(("#", "Method", "Parameters", "Variables", "Blocks", "Seconds"), rows))
+                   table=Table(("#", "Method", "Parameters", "Variables", "Blocks", "Seconds", "Reached"), rows))
 
 
 def timings_section(stage_seconds: dict) -> Section:
