@@ -8,7 +8,10 @@ O(log b) leaves for few attributes, with the same answers.
 
 Exactness: bounds are summed coordinate by coordinate in the order ``kdtree.squared_distance`` sums, each term
 rounding no further than the point's own term, so a box is pruned only when none of its points can beat (or tie
-with) the best found; ties are broken to the lowest point index, as a scan in index order breaks them.
+with) the best found; ties are broken to the lowest point index, as a scan in index order breaks them. The tree
+may also be built on a rotation of the points (MD's principal axes, masking/md.py), whose boxes fit correlated
+attributes more tightly; the distances are still those of the points, and the box bounds are moved by a slack
+far above the rounding of the rotation, so that no box that could hold the answer is pruned.
 """
 
 from __future__ import annotations
@@ -43,7 +46,7 @@ def _leaves_of(n, perm, start, stop, left):
 
 
 @numba.njit(cache=True)
-def _far_bound(q, lo, hi, node):
+def far_bound(q, lo, hi, node):
     """Largest squared distance from ``q`` to a point of ``node``'s box, summed left to right: never below the
     computed squared distance of a point in the box (each term rounds no smaller)."""
     s = 0.0
@@ -76,7 +79,8 @@ def _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi):
 
 @numba.njit(cache=True)
 def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive, count, lo, hi):
-    """Remove point ``i``: counts on its path drop by one and the boxes on it shrink to what remains."""
+    """Remove point ``i``: counts on its path drop by one and the boxes on it shrink to what remains (``points``:
+    the coordinates the tree was built on)."""
     alive[i] = False
     node = leaf[i]
     while node >= 0:
@@ -86,30 +90,48 @@ def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive,
 
 
 @numba.njit(cache=True)
-def farthest_point(q, points, perm, start, stop, left, right, alive, count, lo, hi):
-    """Index of the remaining point most distant from ``q`` (squared Euclidean), the lowest index among equally
-    distant ones; -1 when none remains."""
+def _widened(bound, slack):
+    """A box bound moved up by ``slack`` (relative and absolute: slack * (1 + bound)); 0 leaves it as it is."""
+    return bound + slack * (1.0 + bound)
+
+
+@numba.njit(cache=True)
+def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right, alive, count, lo, hi):
+    """Index of the remaining point other than ``skip`` (-1: none skipped) most distant from ``q`` (squared
+    Euclidean distance to ``points``), the lowest index among equally distant ones; -1 when none remains.
+
+    The boxes may be in other coordinates than ``points`` (a rotation of them, see ``remaining_tree``): ``q_box``
+    is ``q`` in those coordinates and each box bound is widened by ``_widened(bound, slack)`` to cover the
+    rounding between the two (``q_box`` = ``q`` and slack 0 when the boxes are of ``points`` themselves). Boxes are
+    visited farthest corner first, each child's bound computed once and kept on the stack beside it; a box
+    whose farthest corner is nearer than the best point found is not opened."""
     best, best_i = -1.0, -1
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
-    top = 1
+    bounds = np.empty(STACK_DEPTH)
+    bounds[0] = np.inf
+    top = 1 if count[0] > 0 else 0
     while top > 0:
         top -= 1
         node = nodes[top]
-        if count[node] == 0 or _far_bound(q, lo, hi, node) < best:
+        if bounds[top] < best:
             continue
         if left[node] < 0:
             for a in range(start[node], stop[node]):
                 i = perm[a]
-                if alive[i]:
+                if alive[i] and i != skip:
                     dist = squared_distance(q, points, i)
                     if dist > best or (dist == best and i < best_i):
                         best, best_i = dist, i
             continue
         a, b = left[node], right[node]
-        if _far_bound(q, lo, hi, a) < _far_bound(q, lo, hi, b):
-            a, b = b, a
-        nodes[top], nodes[top + 1] = b, a
-        top += 2
+        bound_a = _widened(far_bound(q_box, lo, hi, a), slack) if count[a] > 0 else -1.0
+        bound_b = _widened(far_bound(q_box, lo, hi, b), slack) if count[b] > 0 else -1.0
+        if bound_a < bound_b:
+            a, b, bound_a, bound_b = b, a, bound_b, bound_a
+        for child, bound in ((b, bound_b), (a, bound_a)):
+            if bound >= best and bound >= 0.0:
+                nodes[top], bounds[top] = child, bound
+                top += 1
     return best_i
 
 
@@ -128,12 +150,14 @@ def insert_nearest(dist, i, dist_of, out, filled, kk):
 
 
 @numba.njit(cache=True)
-def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, count, lo, hi):
+def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, right, alive, count, lo, hi):
     """The ``kk`` remaining points other than ``c`` nearest to point ``c``, in (squared distance, index) order,
-    into ``out[:kk]`` (fewer when fewer remain: returns how many)."""
+    into ``out[:kk]`` (fewer when fewer remain: returns how many). The boxes are of ``coords`` (``points`` or a
+    rotation of them), their bounds narrowed by ``slack`` as ``farthest_point`` widens them."""
     if kk <= 0:
         return 0
     q = points[c]
+    q_box = coords[c]
     dist_of = np.empty(kk)
     filled = 0
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
@@ -141,8 +165,12 @@ def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, co
     while top > 0:
         top -= 1
         node = nodes[top]
-        if count[node] == 0 or (filled == kk and near_bound(q, lo, hi, node) > dist_of[kk - 1]):
+        if count[node] == 0:
             continue
+        if filled == kk:
+            bound = near_bound(q_box, lo, hi, node)
+            if bound - slack * (1.0 + bound) > dist_of[kk - 1]:
+                continue
         if left[node] < 0:
             for a in range(start[node], stop[node]):
                 i = perm[a]
@@ -151,7 +179,7 @@ def nearest_points(c, kk, out, points, perm, start, stop, left, right, alive, co
                 filled = insert_nearest(squared_distance(q, points, i), i, dist_of, out, filled, kk)
             continue
         a, b = left[node], right[node]
-        if near_bound(q, lo, hi, a) > near_bound(q, lo, hi, b):
+        if near_bound(q_box, lo, hi, a) > near_bound(q_box, lo, hi, b):
             a, b = b, a
         nodes[top], nodes[top + 1] = b, a
         top += 2

@@ -14,6 +14,9 @@ WEIGHT_COL = "__weight"  # categorical risk: summed sampling weights per combina
 MASKED_ROW = "__m"  # categorical linkage: a masked combination's position
 ORIGINAL_ROW = "__o"  # categorical linkage: an original combination's position
 PATTERN_COL = "__code"  # categorical linkage: the agreement pattern of a candidate pair
+SCOPE_COL = "__scope"  # rank fold: the code of the record's stratum
+VALUE_COL = "__value"  # rank fold: the value of the variable being folded
+RANGE_COL = "__range"  # rank fold: the partition a record moves to (rank-ordered, or back to the input's)
 DASK_PREFIX = "_partitions"  # Dask's shuffle adds _partitions (and _partitions_0) to the shuffled frame
 
 RESERVED_NAMES = (BLOCK_COL, POS_COL, SUPPRESS_COL)

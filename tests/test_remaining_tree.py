@@ -17,24 +17,33 @@ def _brute_order(d: np.ndarray, rows: np.ndarray) -> np.ndarray:
 
 @settings(max_examples=60, deadline=None)
 @given(seed=st.integers(0, 2**32 - 1), n=st.integers(2, 300), p=st.integers(1, 5), tied=st.booleans(),
-       removed=st.floats(0.0, 0.95), kk=st.integers(1, 6), leaf=st.sampled_from([1, 4, 16]))
-def test_searches_match_brute_force_after_removals(seed, n, p, tied, removed, kk, leaf):
+       removed=st.floats(0.0, 0.95), kk=st.integers(1, 6), leaf=st.sampled_from([1, 4, 16]), rotated=st.booleans())
+def test_searches_match_brute_force_after_removals(seed, n, p, tied, removed, kk, leaf, rotated):
     rng = np.random.default_rng(seed)
     z = rng.integers(0, 3, size=(n, p)).astype(float) if tied else rng.standard_normal((n, p))
-    perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, leaf)
+    # boxes in rotated coordinates (as MD builds them), distances still those of z
+    rotation = np.linalg.qr(rng.standard_normal((p, p)))[0] if rotated else np.eye(p)
+    coords = np.ascontiguousarray(z @ rotation)
+    slack = 1e-9 * (1.0 + float((z * z).sum(axis=1).max())) if rotated else 0.0
+    perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(coords, leaf)
     for i in rng.permutation(n)[: int(removed * (n - 1))]:
-        remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
+        remove_point(i, coords, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
     rows = np.flatnonzero(alive)
     assert count[0] == len(rows)
     q = rng.standard_normal(p) if not tied else rng.integers(0, 3, size=p).astype(float)
     d = ((z[rows] - q) ** 2).sum(axis=1)
     far = rows[np.lexsort((rows, -d))][0]
-    assert farthest_point(q, z, perm, start, stop, left, right, alive, count, lo, hi) == far
+    q_box = q @ rotation
+    assert farthest_point(q, q_box, slack, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == far
     c = rows[rng.integers(len(rows))]
     others = rows[rows != c]
+    if len(others):  # the farthest from a remaining point other than itself
+        d_c = ((z[others] - z[c]) ** 2).sum(axis=1)
+        far_c = others[np.lexsort((others, -d_c))][0]
+        assert farthest_point(z[c], coords[c], slack, c, z, perm, start, stop, left, right, alive, count, lo, hi) == far_c
     want = _brute_order(((z[others] - z[c]) ** 2).sum(axis=1), others)[:kk]
     out = np.empty(kk, dtype=np.int64)
-    got = nearest_points(c, kk, out, z, perm, start, stop, left, right, alive, count, lo, hi)
+    got = nearest_points(c, kk, out, z, coords, slack, perm, start, stop, left, right, alive, count, lo, hi)
     assert got == len(want)
     np.testing.assert_array_equal(out[:got], want)
 
@@ -44,7 +53,7 @@ def test_removing_every_point_empties_the_tree():
     perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, 4)
     for i in range(19):
         remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
-    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == 19
+    assert farthest_point(np.zeros(2), np.zeros(2), 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == 19
     remove_point(19, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
     assert count[0] == 0
-    assert farthest_point(np.zeros(2), z, perm, start, stop, left, right, alive, count, lo, hi) == -1
+    assert farthest_point(np.zeros(2), np.zeros(2), 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == -1

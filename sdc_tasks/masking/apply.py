@@ -22,6 +22,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
+from sdc_tasks.masking.fold import ColumnFold, folded_records
 from sdc_tasks.masking.registry import BlockPlan
 from sdc_tasks.masking.suppression import first_records, merge_first_records
 from sdc_tasks.randomness import rng_for
@@ -30,6 +31,7 @@ from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
 from sdc_tasks.stats.moments import frame_moments
 
 TARGET_PARTITION_ROWS = 250_000
+FOLD_MIN_RECORDS = 2_000_000  # a column kernel with a fold runs as one: from this many records of the step input
 
 
 @dataclass(frozen=True)
@@ -349,10 +351,15 @@ def _positions_frame(offset: int, n: int, columns: dict[str, np.ndarray]) -> pd.
 
 
 def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
-                   kernel: ColumnKernel) -> dd.DataFrame:
-    """A column kernel on each variable over the whole file or within each stratum, exact: one column at a
-    time is gathered on one worker. The result has the input's partitions and row order."""
+                   kernel: ColumnKernel, fold: ColumnFold | None = None) -> dd.DataFrame:
+    """A column kernel on each variable over the whole file or within each stratum, exact. Below
+    ``FOLD_MIN_RECORDS`` records, or without a ``fold`` (the kernel as a fold over rank-ordered partitions,
+    ``sdc_tasks.masking.fold``), one column at a time is gathered on one worker; otherwise the fold runs, the
+    same values with a few partitions per task. The result has the input's partitions and row order."""
     lengths = B.partition_lengths(ddf)
+    if fold is not None and sum(lengths) >= max(FOLD_MIN_RECORDS, 1):
+        return folded_records(ddf, lengths, variables, fold, params, ctx.seed, ctx.step, ctx.id_column, ctx.strata,
+                              TARGET_PARTITION_ROWS)
     offsets = B.offsets_of(lengths)
     parts = ddf.to_delayed()
     keep = [ctx.id_column] + ([ctx.strata] if ctx.strata else [])

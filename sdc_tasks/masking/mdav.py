@@ -59,7 +59,7 @@ def _tree_group_around(z, c, k, g, labels, members, sums, tree):
     the column sums of the remaining records (survey, MDAV step 3)."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
     members[0] = c
-    nearest_points(c, k - 1, members[1:], z, perm, start, stop, left, right, alive, count, lo, hi)
+    nearest_points(c, k - 1, members[1:], z, z, 0.0, perm, start, stop, left, right, alive, count, lo, hi)
     for t in range(k):
         row = members[t]
         labels[row] = g
@@ -83,7 +83,7 @@ def _remaining_sums(z, alive):
 def _tree_most_distant(z, v, tree):
     """The remaining record most distant from ``v`` (lowest row index among ties; survey, MDAV steps 1, 2, 5b)."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
-    return farthest_point(v, z, perm, start, stop, left, right, alive, count, lo, hi)
+    return farthest_point(v, v, 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
 
 
 @numba.njit(cache=True)

@@ -61,7 +61,7 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
         masking = blocked_records_with_figures if row.reports_outcome else A.blocked_records
         return masking(source, variables, {**params, **extra}, ctx, kernel)
     if row.shape == "column":
-        return A.column_records(source, variables, params, ctx, kernel)
+        return A.column_records(source, variables, params, ctx, kernel, row.fold_adapter())
     if row.shape == "categorical":
         return A.category_records(source, variables, params, ctx, kernel)
     return A.record_records(source, variables, params, ctx, kernel,

@@ -17,6 +17,7 @@ Sources:
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numba
 import numpy as np
@@ -87,15 +88,21 @@ def _mark_swapped(x, left, right):
 
 
 @numba.njit(cache=True)
-def _swap_partners(n, max_dist, uniforms):
-    """Rank-space involution: rank i pairs with a free rank among i+1..i+P drawn from uniforms[i].
+def _swap_partners(perm, m, n, max_dist, uniforms):
+    """Rank-space involution on a window: rank i < m pairs with a free rank among i+1..i+P drawn from uniforms[i].
 
     statistical_databases_survey.txt, Data swapping and rank swapping; target k = i + 1 + floor(P * u_i).
+    ``perm`` holds the window's ranks (from the visited ranks' first to at least the last one's + P, or to the
+    scope's last, rank n - 1) with -1 for a rank an earlier rank already took; it is filled in place. The
+    window's first rank counts as unswapped in ``left``, harmless: no rank i looks below i + 1.
     """
-    perm = np.arange(n)
-    left = np.arange(n)
-    right = np.arange(n + 1)
-    for i in range(n):
+    w = perm.shape[0]
+    left = np.arange(w)
+    right = np.arange(w + 1)
+    for x in range(w):
+        if perm[x] != x:
+            _mark_swapped(x, left, right)
+    for i in range(m):
         if perm[i] != i:
             continue
         j = _free_partner(i, i + 1 + np.int64(math.floor(max_dist * uniforms[i])), n, max_dist, perm, left, right)
@@ -144,19 +151,31 @@ def _fenwick_select(tree, m):
 
 
 @numba.njit(cache=True)
-def _uniform_partners(n, max_dist, uniforms):
-    """Rank-space involution: rank i pairs with one of the F unswapped ranks among i+1..i+P, the
-    (floor(F u_i) + 1)-th of them in rank order (uniform among the free ranks), or stays when F = 0.
+def _free_tree(perm):
+    """Fenwick tree counting the unswapped ranks of a window (``perm[x] == x``), built in O(w)."""
+    w = perm.shape[0]
+    tree = np.zeros(w + 1, dtype=np.int64)
+    for k in range(1, w + 1):
+        if perm[k - 1] == k - 1:
+            tree[k] += 1
+        parent = k + (k & -k)
+        if parent <= w:
+            tree[parent] += tree[k]
+    return tree
+
+
+@numba.njit(cache=True)
+def _uniform_partners(perm, m, n, max_dist, uniforms):
+    """Rank-space involution on a window (``perm`` as in ``_swap_partners``): rank i < m pairs with one of the F
+    unswapped ranks among i+1..i+P, the (floor(F u_i) + 1)-th of them in rank order (uniform among the free
+    ranks), or stays when F = 0.
 
     statistical_databases_survey.txt, Data swapping and rank swapping: "swapped with another ranked value
     randomly chosen within a restricted range". A Fenwick tree of the unswapped ranks counts and selects in
     O(log n).
     """
-    perm = np.arange(n)
-    tree = np.zeros(n + 1, dtype=np.int64)
-    for k in range(1, n + 1):
-        tree[k] = k & -k
-    for i in range(n):
+    tree = _free_tree(perm)
+    for i in range(m):
         if perm[i] != i:
             continue
         before = _fenwick_prefix(tree, i)
@@ -198,9 +217,15 @@ def rank_swap_permutation(n: int, p: float, uniforms: np.ndarray, partner: str =
     max_dist = max_rank_distance(int(n), p)
     if max_dist == 0:
         return np.arange(n, dtype=np.int64)
+    return _window_partners(partner, np.arange(n, dtype=np.int64), int(n), int(n), max_dist, u)
+
+
+def _window_partners(partner: str, perm: np.ndarray, m: int, n: int, max_dist: int, u: np.ndarray) -> np.ndarray:
+    """The partner rule's kernel on a window of ranks (``perm`` as in ``_swap_partners``, filled in place): the
+    first ``m`` ranks visited, ``n`` ranks from the window's first to the scope's last."""
     if partner == "uniform":
-        return _uniform_partners(int(n), max_dist, u)
-    return _swap_partners(int(n), max_dist, u)
+        return _uniform_partners(perm, m, n, max_dist, u)
+    return _swap_partners(perm, m, n, max_dist, u)
 
 
 def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np.random.Generator,
@@ -220,3 +245,50 @@ def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np
     out = np.empty_like(vals)
     out[order] = vals[order][perm]
     return out
+
+
+@dataclass(frozen=True)
+class SwapCarry:
+    """What a chunk of ranks leaves to the ranks after it: each rank beyond the chunk that a rank of the chunk
+    (or before it) took, with the value and the record position of the rank that took it. At most P entries."""
+
+    ranks: np.ndarray
+    values: np.ndarray
+    positions: np.ndarray
+
+
+NO_CARRY = SwapCarry(np.zeros(0, np.int64), np.zeros(0, np.float64), np.zeros(0, np.int64))
+
+
+def rank_swap_chunk(values: np.ndarray, positions: np.ndarray, first: int, n: int, p: float,
+                    rng: np.random.Generator, carry: SwapCarry | None = None,
+                    partner: str = "uniform") -> tuple[np.ndarray, np.ndarray, SwapCarry]:
+    """Rank swapping of the ranks first..first+m-1 of a scope of n values, the same as over the whole scope:
+    returns (record positions, their masked values, the carry to the next chunk).
+
+    statistical_databases_survey.txt, Data swapping and rank swapping; the visit of :func:`rank_swap_permutation`
+    cut into consecutive chunks. ``values`` and ``positions`` are the chunk's values in rank order and their
+    records' positions; ``rng`` is the scope's stream from its start (rank i draws its i-th double, so the
+    stream is advanced by ``first``); ``carry`` is what the chunk before returned (None for the first). A rank
+    whose partner lies beyond the chunk waits in the carry, and both records of that pair are emitted with
+    the chunk holding the partner; every record is emitted exactly once over the chunks. The state is the
+    window of the next P ranks (P = floor(n p / 100)), never the scope."""
+    m = len(values)
+    carry = NO_CARRY if carry is None else carry
+    max_dist = max_rank_distance(int(n), p)
+    if max_dist == 0:
+        return np.asarray(positions, np.int64), np.asarray(values, np.float64), NO_CARRY
+    rng.bit_generator.advance(int(first))
+    perm = np.arange(min(n - first, m + max_dist), dtype=np.int64)
+    perm[carry.ranks - first] = -1
+    perm = _window_partners(partner, perm, m, int(n - first), max_dist, rng.random(m))[:m]
+    inside = (perm >= 0) & (perm < m)
+    later = perm >= m
+    resolved = carry.ranks < first + m
+    taken = carry.ranks[resolved] - first
+    out_pos = np.concatenate([positions[inside], positions[taken], carry.positions[resolved]])
+    out_val = np.concatenate([values[perm[inside]], carry.values[resolved], values[taken]])
+    left = SwapCarry(np.concatenate([carry.ranks[~resolved], first + perm[later]]),
+                     np.concatenate([carry.values[~resolved], values[later]]),
+                     np.concatenate([carry.positions[~resolved], positions[later]]))
+    return out_pos.astype(np.int64), out_val.astype(np.float64), left

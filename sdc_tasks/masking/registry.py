@@ -74,6 +74,9 @@ class Method:
     the kernel needs besides the input's moments ((step input, variables, params, StepContext, context) -> dict;
     :meth:`context_hook`).
 
+    Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
+    state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
+
     Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
     figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that moves an already masked file toward the original records'
     statistics, so it needs those records (a release's input, or ``sdc mask --original``); ``ordinal``, a
@@ -93,6 +96,7 @@ class Method:
     carries_original: bool = False
     fixed_block_size: int | None = None
     record_context: str | None = None
+    fold: str | None = None
     reports_outcome: bool = False
     after_masking: bool = False
     ordinal: bool = False
@@ -108,6 +112,12 @@ class Method:
         from sdc_tasks.masking import adapters
 
         return getattr(adapters, self.kernel)
+
+    def fold_adapter(self) -> Callable | None:
+        """The fold adapter that ``fold`` names (``fold.ColumnFold``), None when it names none."""
+        from sdc_tasks.masking import adapters
+
+        return None if self.fold is None else getattr(adapters, self.fold)
 
     def context_hook(self) -> Callable[..., dict] | None:
         """The record-context hook that ``record_context`` names, None when it names none."""
@@ -133,10 +143,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (Mic2mul k .. Micmul k; Domingo-Ferrer "
            "and Mateo-Sanz 2002)",
            {"k": 3, "block_size": 100},
-           "per block, as mdav; the most distant pair from cached upper bounds made exact on demand: 1-3 s per "
-           "12,000-record block and attribute group (MDAV 0.03-0.5 s), so Mic3mul k = 3 on 1e6 records needs "
-           "about 11 CPU-minutes (MDAV: under 1): MD for the chapter's files and comparisons, MDAV for large "
-           "releases",
+           "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
+           "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
+           "(10x-25x the scan kernel it replaced, same groups) and 1.4 s for all 13 (about 6x), so Mic3mul k = 3 "
+           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/md_kernel.py, docs/performance.md)",
            block=BlockPlan("principal", 2)),
     Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
@@ -172,7 +182,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
            "swapping and rank swapping",
            {"p": 10},
-           "exact, one variable at a time per scope"),
+           "exact, one variable at a time per scope; from 2,000,000 records a fold over the variable's "
+           "rank-ordered partitions (an exact distributed sort by stratum, value and id, then a chain of tasks "
+           "each carrying the next P ranks' state), so no task holds the column",
+           fold="rankswap_fold"),
     Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
            "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "

@@ -1,0 +1,150 @@
+"""Rank swapping as a fold over rank-ordered partitions (sdc_tasks.masking.fold): byte-identical to the whole-column
+kernel for every partner rule, with and without strata, on many small uneven partitions and on a cluster.
+
+Reference: the whole-column kernel (rankswap.rank_swap_column, checked against hand-worked permutations and plain
+references in tests/test_rankswap_kernel.py); statistical_databases_survey.txt, Data swapping and rank swapping.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import dask
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pytest
+from distributed import Client, LocalCluster
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from sdc_tasks.masking import apply as A
+from sdc_tasks.masking.adapters import rankswap_fold, rankswap_on_column
+from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.rankswap import rank_swap_chunk, rank_swap_column
+from sdc_tasks.masking.registry import validate_params
+from sdc_tasks.randomness import rng_for
+
+VARS = ["ties", "smooth"]
+ROWS = 3001
+
+
+@pytest.fixture(scope="module")
+def records() -> pd.DataFrame:
+    """3,001 records, ids shuffled: a variable of 5 values (heavy ties), a constant one (every rank a tie, ordered by
+    id alone) and a continuous one; strata: one of 2,400 records (spanning many partitions), one of 500, and 101
+    strata of one record each, labelled by integers."""
+    rs = np.random.default_rng(3)
+    strata = np.r_[np.zeros(2400, np.int64), np.ones(500, np.int64), np.arange(2, 103)]
+    return pd.DataFrame({
+        "rid": rs.permutation(ROWS) * 7 + 11,
+        "ties": rs.integers(0, 5, ROWS).astype(np.float64),
+        "flat": np.full(ROWS, 2.5),
+        "smooth": rs.normal(50.0, 10.0, ROWS),
+        "s": rs.permutation(strata),
+    })
+
+
+def uneven(df: pd.DataFrame, parts: int, seed: int = 0) -> dd.DataFrame:
+    """``df`` cut into ``parts`` partitions of random, uneven lengths (at least one record each)."""
+    sizes = np.random.default_rng(seed).multinomial(len(df) - parts, np.ones(parts) / parts) + 1
+    cuts = np.r_[0, np.cumsum(sizes)]
+    pieces = [dask.delayed(df.iloc[a:b].copy()) for a, b in itertools.pairwise(cuts)]
+    return dd.from_delayed(pieces, meta=df.iloc[:0], verify_meta=False)
+
+
+def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch,
+                variables=VARS) -> pd.DataFrame:
+    """The mask stage's (_pos, masked values) of the rank-swapping column kernel, by the whole-column path
+    (``threshold`` above the records) or the fold (``threshold`` 1)."""
+    monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
+    ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata)
+    out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
+                           rankswap_fold)
+    return out.compute().sort_values(A.B.POS_COL).reset_index(drop=True)
+
+
+def test_the_stream_is_the_same_drawn_at_once_in_pieces_or_advanced():
+    # The fold draws each chunk's uniforms from a fresh stream advanced to the chunk's first rank: PCG64 gives one
+    # double per 64-bit step, so this equals the whole-column kernel's single draw.
+    whole = rng_for(5, 3, "smooth", 1).random(10_000)
+    pieces = rng_for(5, 3, "smooth", 1)
+    np.testing.assert_array_equal(np.concatenate([pieces.random(k) for k in (1, 2999, 7000)]), whole)
+    for first in (0, 1, 4_321, 9_999):
+        advanced = rng_for(5, 3, "smooth", 1)
+        advanced.bit_generator.advance(first)
+        np.testing.assert_array_equal(advanced.random(10_000 - first), whole[first:])
+
+
+@settings(max_examples=60, deadline=None)
+@given(n=st.integers(1, 300), p=st.sampled_from([0.5, 3, 10, 15, 50, 100]), distinct=st.integers(1, 40),
+       cuts=st.lists(st.integers(0, 300), max_size=8), partner=st.sampled_from(["uniform", "nearest_free"]),
+       seed=st.integers(0, 2**16))
+def test_chunks_of_any_length_equal_the_whole_column(n, p, distinct, cuts, partner, seed):
+    rs = np.random.default_rng(seed)
+    values = rs.integers(0, distinct, n).astype(np.float64)
+    ids = rs.permutation(n)
+    expected = rank_swap_column(values, ids, p, rng_for(seed, 0, "v"), partner)
+    order = np.lexsort((np.arange(n), ids, values))
+    bounds = [0, *sorted(c for c in cuts if c <= n), n]
+    out, carry, emitted = np.full(n, np.nan), None, 0
+    for a, b in itertools.pairwise(bounds):
+        pos, val, carry = rank_swap_chunk(values[order[a:b]], order[a:b], a, n, p, rng_for(seed, 0, "v"), carry,
+                                          partner)
+        out[pos] = val
+        emitted += len(pos)
+    assert emitted == n and len(carry.ranks) == 0
+    np.testing.assert_array_equal(out, expected)
+
+
+@pytest.mark.parametrize("partner, strata, p, parts", [("uniform", None, 15, 41), ("nearest_free", None, 100, 9),
+                                                       ("uniform", "s", 15, 9), ("nearest_free", "s", 40, 41)])
+def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_dask, monkeypatch, partner, strata,
+                                                                p, parts):
+    # P = 450 (p = 15, 3,001 records) or 960 (p = 40, the stratum of 2,400) spans many partitions of about 73.
+    params = {"p": p, "partner": partner}
+    ddf = uneven(records, parts)
+    expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch)
+    folded = mask_values(ddf, params, strata, 1, monkeypatch)
+    pd.testing.assert_frame_equal(folded, expected, check_exact=True)
+    masked = records.assign(**{v: folded[v].to_numpy() for v in VARS})
+    scopes = [records.index] if strata is None else list(records.groupby(strata).groups.values())
+    for rows in scopes:
+        for v in VARS:
+            np.testing.assert_array_equal(np.sort(masked.loc[rows, v]), np.sort(records.loc[rows, v]))
+    assert (masked["smooth"] != records["smooth"]).mean() > 0.8
+
+
+def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch):
+    # "flat" is one value: every rank a tie, ordered by id alone
+    params = {"p": 10, "partner": "uniform"}
+    a = mask_values(uneven(records, 17, seed=1), params, "s", 1, monkeypatch, ["flat"])
+    b = mask_values(uneven(records, 3, seed=2), params, "s", 1, monkeypatch, ["flat"])
+    np.testing.assert_array_equal(np.sort(a["flat"]), records["flat"])
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(records, monkeypatch, tmp_path):
+    # Two worker threads, Dask's distributed shuffle: the same file as the whole-column path, in input row order.
+    def step(threshold: int, where: str) -> pd.DataFrame:
+        monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
+        ctx = A.StepContext(seed=9, step=1, id_column="rid", strata="s")
+        staged = apply_step(uneven(records, 13), "rankswap", ["ties", "flat", "smooth"],
+                            validate_params("rankswap", {"p": 20}), ctx,
+                            work_dir=tmp_path / where)
+        return staged.frame.compute().reset_index(drop=True)
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        folded = step(1, "fold")
+    with dask.config.set(scheduler="synchronous"):
+        expected = step(ROWS + 1, "column")
+    pd.testing.assert_frame_equal(folded, expected, check_exact=True)
+    assert folded["rid"].tolist() == records["rid"].tolist()
+
+
+def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monkeypatch):
+    bad = records.copy()
+    bad.loc[1234, "smooth"] = np.inf
+    with pytest.raises(ValueError, match="variable 'smooth' has a non-finite value in record 1234"):
+        mask_values(uneven(bad, 9), {"p": 10}, None, 1, monkeypatch)
