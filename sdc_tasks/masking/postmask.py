@@ -248,7 +248,8 @@ class PostMaskResult:
 
 def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, target_e: float, max_iter: int,
               perturbation_sd: float, rng: np.random.Generator, order: int = 2, center: np.ndarray | None = None,
-              scale: np.ndarray | None = None, correspondence: str = "nearest", compensate: bool = True) -> PostMaskResult:
+              scale: np.ndarray | None = None, correspondence: str = "nearest",
+              compensate: bool = True) -> PostMaskResult:
     """PostMaskOptim(X, X', p, q, TargetE) of post_masking_optimization.txt Algorithm 1 on one block:
     ``original`` X (n, d) and ``masked`` X' (n', d); variables standardized with ``center`` and ``scale``
     (default: X's own mean and population sd; an sd of 0 counts as 1). Records outside M keep their input

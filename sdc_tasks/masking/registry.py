@@ -78,8 +78,9 @@ class Method:
     state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
 
     Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
-    figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that moves an already masked file toward the original records'
-    statistics, so it needs those records (a release's input, or ``sdc mask --original``); ``ordinal``, a
+    figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that
+    moves an already masked file toward the original records' statistics, so it needs those records (a
+    release's input, or ``sdc mask --original``); ``ordinal``, a
     categorical method that needs an order of the categories; ``on_keys``, a method whose variables default
     to the categorical keys."""
 
