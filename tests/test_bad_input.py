@@ -335,7 +335,7 @@ def test_weight_at_or_below_zero_names_the_column_and_row(ws, pair, no_cluster, 
 
 @pytest.mark.parametrize("args, message", [
     (["--families", "il,privacy"], "unknown metric family 'privacy'"),
-    (["--pairing", "closest"], "pairing must be auto, id or nearest, not 'closest'"),
+    (["--pairing", "closest"], "pairing must be auto, id, nearest or paper, not 'closest'"),
     (["--key-vars", "AGI,INCOME"], "original file"),
     (["--vars", "AGI,INCOME"], "has no column 'INCOME'"),
 ])
@@ -375,7 +375,9 @@ def demo_spec(**changes) -> dict:
 
 
 @pytest.mark.parametrize("changes, field, message", [
-    ({"metrics": ["il", "utility"]}, "metrics.1", "Input should be 'il', 'pil', 'dld', 'pld', 'id', 'dld_published', 'pld_published', 'cat_il' or 'cat_risk'"),
+    ({"metrics": ["il", "utility"]}, "metrics.1",
+     "Input should be 'il', 'pil', 'dld', 'pld', 'id', 'dld_published', 'pld_published', 'cat_il', 'cat_risk', "
+     "'ldiversity' or 'suda'"),
     ({"gate": {"max": {"RISK": 1.0}}}, "(spec)", "gate.max.RISK: unknown measure"),
     ({"metrics": ["il"], "gate": {"max": {"DLD": 40.0}}}, "(spec)", "needs metric family 'dld'"),
     ({"steps": [{"method": "mdav", "params": {"k": 3, "block_size": -1}}]}, "steps.0", "parameter 'block_size'"),
