@@ -14,7 +14,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.files import STATISTICAL_SUFFIXES, input_format
+from sdc_tasks.files import STATISTICAL_FORMATS, input_format
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS
 from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
@@ -131,7 +131,7 @@ def write_single_file(frame: pd.DataFrame, target: Path, out: PathLike, source: 
     from sdc_tasks.statistical_files import value_labels, write_statistical
 
     fmt = input_format(source, "auto") if is_path(source) else None
-    labels = value_labels(source, fmt) if fmt in STATISTICAL_SUFFIXES.values() else None
+    labels = value_labels(source, fmt) if fmt in STATISTICAL_FORMATS else None
     write_statistical(frame, Path(target), Path(out).suffix.lower(), labels)
 
 

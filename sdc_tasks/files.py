@@ -22,7 +22,9 @@ from sdc_tasks.reserved import reserved_role
 
 STATISTICAL_SUFFIXES = {".sav": "sav", ".zsav": "sav", ".dta": "dta", ".sas7bdat": "sas7bdat", ".xpt": "xpt"}
 """The statistical packages' file formats (read by ``sdc_tasks.statistical_files``), by suffix."""
-FORMATS = ("csv", "parquet", *dict.fromkeys(STATISTICAL_SUFFIXES.values()))
+STATISTICAL_FORMATS = tuple(dict.fromkeys(STATISTICAL_SUFFIXES.values()))
+"""The statistical packages' formats: sav, dta, sas7bdat, xpt."""
+FORMATS = ("csv", "parquet", *STATISTICAL_FORMATS)
 
 
 def detect_format(path: str | Path) -> str:

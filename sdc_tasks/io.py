@@ -15,8 +15,15 @@ from dask.utils import parse_bytes
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
 from sdc_tasks.errors import InputError
-from sdc_tasks.files import check_files, check_reserved_names, dataset_files, input_format, reader_reason
-from sdc_tasks.statistical_files import READERS, read_statistical
+from sdc_tasks.files import (
+    STATISTICAL_FORMATS,
+    check_files,
+    check_reserved_names,
+    dataset_files,
+    input_format,
+    reader_reason,
+)
+from sdc_tasks.statistical_files import read_statistical
 
 WHOLE_SAMPLE_BYTES = 16 * 2**20  # a CSV file up to this size has its column types inferred from every row
 
@@ -57,7 +64,6 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
     return ddf
 
 
-STATISTICAL_FORMATS = tuple(READERS)
 MANY_FILES = 100  # a dataset directory of more files than this has its small files' partitions merged
 IN_MEMORY_BYTES = 64 * 2**20  # many small files adding up to at most this are read once and held in memory
 

@@ -421,9 +421,9 @@ def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], stra
     part = part.reset_index(drop=True)
     positions = pd.Series(np.arange(offset, offset + len(part), dtype=np.int64))
     scopes = [(None, part)] if strata is None else part.groupby(strata, sort=True, observed=True)
-    pieces = [method.mask(rows.assign(**{B.POS_COL: positions[rows.index].to_numpy()}), variables, plans[label],
-                          keys).assign(**{B.POS_COL: positions[rows.index].to_numpy()})
-              for label, rows in scopes]
+    located = [(label, rows.assign(**{B.POS_COL: positions[rows.index].to_numpy()})) for label, rows in scopes]
+    pieces = [method.mask(rows, variables, plans[label], keys).assign(**{B.POS_COL: rows[B.POS_COL].to_numpy()})
+              for label, rows in located]
     if not pieces:
         return meta
     out = pd.concat(pieces).sort_values(B.POS_COL, kind="stable")

@@ -13,7 +13,7 @@ from time import perf_counter, time
 from typing import Any, Iterator, Literal
 
 from sdc_tasks import __version__
-from sdc_tasks.files import STATISTICAL_SUFFIXES, tree_checksums, write_json
+from sdc_tasks.files import STATISTICAL_FORMATS, tree_checksums, write_json
 from sdc_tasks.pipeline.gate import GateCheck
 from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role
 from sdc_tasks.pipeline.stages import MASKED_DIR
@@ -174,7 +174,7 @@ def release_summary(spec: ReleaseSpec, records_in: int, records_out: int, steps:
 def released_value_labels(spec: ReleaseSpec) -> dict[str, dict[str, str]] | None:
     """The value labels of the released columns of an SPSS, Stata or SAS input read as its codes, None for any
     other input (a file read as labels already carries them in its values)."""
-    if spec.input_format not in STATISTICAL_SUFFIXES.values() or spec.input.value_labels == "labels":
+    if spec.input_format not in STATISTICAL_FORMATS or spec.input.value_labels == "labels":
         return None
     from sdc_tasks.statistical_files import value_labels
 
