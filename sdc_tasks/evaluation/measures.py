@@ -20,7 +20,7 @@ from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, LDIVERSITY, SUDA,
 from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
-from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED
+from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED, file_key_order
 from sdc_tasks.evaluation.pairing import (
     check_pairing_ids,
     paired,
@@ -136,7 +136,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest; "paper"
     is post_masking_optimization.txt sec. 2's setup: each masked record stands for its nearest original
     record c(i) (standardized Euclidean distance on ``variables``) in IL1, ID and correct linkage, the risk
-    measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids; docs/postmask.md).
+    measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids), against the whole original
+    file, and the first i keys of DLD_i taken in the original file's column order (docs/postmask.md).
     ``cell_rows``: about how many original records one spatial cell of the blocked distance linkage holds;
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
@@ -146,6 +147,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     if pairing == "paper":
         m = frame_moments(original, variables)
         masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))
+        key_vars = [key_vars[k] for k in file_key_order(list(original.columns), key_vars)]
     units = _units(families)
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
@@ -168,7 +170,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         vi = [cols.index(v) for v in variables]
         pairs = paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]).persist()
     ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
-                            cell_rows, pld_cell_rows, tuple(families))
+                            cell_rows, pld_cell_rows, tuple(families), pairing == "paper")
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "paper" if pairing == "paper" else "id" if use_id else "nearest"}
     out.update(family_measures(units, ctx))
