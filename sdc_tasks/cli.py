@@ -165,7 +165,8 @@ def _progress(stage: str) -> Iterator[None]:
         yield
 
 
-def _command_cluster(address: Optional[str], workers: Optional[int], tls: TlsFiles) -> contextlib.AbstractContextManager:
+def _command_cluster(address: Optional[str], workers: Optional[int],
+                     tls: TlsFiles) -> contextlib.AbstractContextManager:
     """The Dask client a command starts: the scheduler at ``address`` or a LocalCluster of ``workers`` processes
     when either is given (``cluster.dask_client``); else none, and the library call inside picks by the inputs'
     size (``scheduling.scheduled``: threads in this process for small files, a LocalCluster for large ones)."""

@@ -125,7 +125,8 @@ def _files(root: Path) -> list[str]:
 
 
 def _check_clean_end(code: int, stderr: str, took: float, started: set[int], out: Path, expected: int,
-                     command: str = "release", beside: tuple[str, ...] = ("spec.yaml",), processes: bool = True) -> None:
+                     command: str = "release", beside: tuple[str, ...] = ("spec.yaml",),
+                     processes: bool = True) -> None:
     """The interrupted run's properties: its exit status, one ``interrupted:`` line naming ``command`` and no
     traceback, no process left (``processes``: it had started some), nothing beside the output but the run's inputs
     (``beside``: those besides the data), nothing in the scratch root and no file in the temporary directory."""
