@@ -240,8 +240,9 @@ class ReleaseSpec(_Strict):
         return self
 
     def _check_households(self) -> None:
-        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, or
-        a household-level variable is not categorical."""
+        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, a
+        household-level variable is not categorical, or a step suppresses one with missing values as a category
+        (extra suppressions for whole households would break k-anonymity there)."""
         if self.households is None:
             return
         hid, roles = self.households.id, self.variables
@@ -253,6 +254,12 @@ class ReleaseSpec(_Strict):
         stray = [v for v in self.households.variables if v not in roles.categorical]
         if stray:
             raise ValueError(f"households.variables: {stray[0]!r} is not listed in variables.categorical")
+        for i, step in enumerate(self.steps):
+            homes = [v for v in self.step_variables(i) if v in self.households.variables]
+            if step.method == "local_suppression" and step.params.get("missing") == "category" and homes:
+                raise ValueError(f"steps.{i}: local_suppression with missing: category cannot suppress the "
+                                 f"household-level variable {homes[0]!r} for whole households and stay k-anonymous "
+                                 "(a missing value is then a category of its own); use missing: any")
 
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
