@@ -409,11 +409,14 @@ def _scope_counts(tables: list[pd.DataFrame], variables: list[str], counts: str,
 
 def _first_records_scopes(ddf: dd.DataFrame, variables: list[str], strata: str | None, k: int) -> dict:
     """Per stratum label, the key values and positions of the first k records of each combination of
-    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination)."""
+    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination). The
+    offsets are those of the column subset's own partitions: Dask's Parquet reader may fuse the partitions of a
+    few columns, and a record's position is the same over any partitioning of the file."""
     lead = [strata] if strata else []
-    offsets = B.offsets_of(B.partition_lengths(ddf))
+    columns = ddf[lead + variables]
+    offsets = B.offsets_of(B.partition_lengths(columns))
     parts = [dask.delayed(first_records)(part, lead + variables, k, int(offsets[i]))
-             for i, part in enumerate(ddf[lead + variables].to_delayed())]
+             for i, part in enumerate(columns.to_delayed())]
     table = dask.delayed(merge_first_records)(parts, lead + variables, k).compute()
     if strata is None:
         return {None: table}
