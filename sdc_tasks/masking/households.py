@@ -4,8 +4,8 @@ person-level variables are masked as without households.
 
 Sources: statistical_databases_survey.txt (PRAM; Global recoding; Local suppression; k-anonymity), applied to the
 household as the unit, as sdcMicro's guide masks household-level variables on the household file (one record per
-household, ``selectHouseholdData``) before merging them back to the persons (docs/references.md, sdcMicro guide;
-docs/categorical.md, "Households"):
+household, ``selectHouseholdData``) before merging them back to the persons (docs/references.md, "sdcMicro household
+files"; docs/categorical.md, "Households"):
 
 - PRAM draws a household-level variable's new category once per household: its uniform is keyed by (seed, step,
   variable, household id) instead of the record id (:func:`draw_keys`), so every member draws the same one on any

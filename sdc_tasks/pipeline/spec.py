@@ -186,7 +186,7 @@ class HouseholdSpec(_Strict):
     id: str = Field(description="household id column (it also has a role: pass_through, or drop to leave it out of "
                     "the release)")
     variables: list[str] = Field(default_factory=list, description="household-level categorical variables, "
-                                 "checked to be constant within each household")
+                                 "checked to be constant within each household and masked once per household")
 
 
 class ReleaseSpec(_Strict):
@@ -205,7 +205,8 @@ class ReleaseSpec(_Strict):
     seed: int = Field(default=0, ge=0)
     dask: DaskSpec = Field(default_factory=DaskSpec)
     households: HouseholdSpec | None = Field(default=None, description="household id and household-level "
-                                             "variables: household risk in cat_risk, constancy checked")
+                                             "variables: household risk in cat_risk, constancy checked, "
+                                             "household-level variables masked once per household")
     base_dir: str = Field(default=".", exclude=True, description="directory relative paths resolve against")
 
     @model_validator(mode="after")
