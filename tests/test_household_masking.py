@@ -85,6 +85,16 @@ def test_pram_draws_a_household_level_variable_once_per_household(sync_dask, tes
     pd.testing.assert_series_equal(out["sex"], alone["sex"])  # person-level draws as without households
 
 
+def test_text_household_ids_share_a_draw(sync_dask, testdata):
+    """Household ids that are text (here "h1", "h2", ...) key the draw by their hash: members still agree."""
+    named = testdata.assign(ori_hid="h" + testdata["ori_hid"].astype(str))
+    out, _ = masked(named, "pram", ["water", "roof"], {"theta": 0.7}, 3, homes=("water", "roof"))
+    assert members_agree(out, ["water", "roof"]) and (out["water"] != testdata["water"]).sum() > 100
+    again, _ = masked(named.astype({"ori_hid": "string[pyarrow]"}), "pram", ["water", "roof"], {"theta": 0.7}, 2,
+                      homes=("water", "roof"))
+    pd.testing.assert_frame_equal(again[["water", "roof"]], out[["water", "roof"]])
+
+
 @pytest.mark.parametrize("method,params", [
     ("global_recoding", {"p": 2}), ("top_coding", {"p": 3}), ("bottom_coding", {"p": 2}),
     ("recode", {"rules": {"water": {"map": {"1": 1, "2": 1, "3": 3, "4": 3, "5": 5, "6": 5, "7": 5, "9": 9}}}}),
