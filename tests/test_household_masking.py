@@ -264,3 +264,32 @@ def test_local_suppression_of_a_parquet_dataset_whose_key_columns_fuse(sync_dask
     staged = apply_step(files, "local_suppression", keys, params, ctx)
     alone, _ = masked(testdata, "local_suppression", keys, params, 1)
     pd.testing.assert_frame_equal(staged.frame.compute().reset_index(drop=True)[keys], alone[keys])
+
+
+def test_mask_takes_the_households_from_the_api_and_the_command_line(tmp_path, testdata, no_cluster):
+    from typer.testing import CliRunner
+
+    from sdc_tasks.api import mask
+    from sdc_tasks.cli import app
+
+    out = mask(testdata, "pram", vars=["water", "sex"], theta=0.5, seed=7, household="ori_hid",
+               household_vars=["water", "roof"])
+    assert members_agree(out, ["water"]) and out["ori_hid"].equals(testdata["ori_hid"])
+    with pytest.raises(InputError, match=r"--household-vars \(household_vars=\) needs the household id column"):
+        mask(testdata, "pram", vars=["water"], theta=0.5, household_vars=["water"])
+    with pytest.raises(InputError, match=r"--household 'ori_hid' names the id, strata or a masked column"):
+        mask(testdata, "pram", vars=["water", "ori_hid"], theta=0.5, household="ori_hid")
+    with pytest.raises(InputError, match=r"parameter 'missing' of local_suppression: local_suppression with "
+                                         r"missing: category cannot suppress the household-level variable 'water'"):
+        mask(testdata, "local_suppression", vars=["water", "sex"], k=3, missing="category", household="ori_hid",
+             household_vars=["water"])
+    with pytest.raises(InputError, match=r"household-level variable 'sex' differs between the members of \d+ house"):
+        mask(testdata, "pram", vars=["sex"], theta=0.5, household="ori_hid", household_vars=["sex"])
+    result = CliRunner().invoke(app, ["mask", "--input", str(bundled_path("testdata.csv")), "--method",
+                                      "local_suppression", "--param", "k=3", "--vars", ",".join([*HOMES, *PERSONS]),
+                                      "--household", "ori_hid", "--household-vars", ",".join(HOMES),
+                                      "--out", str(tmp_path / "m.csv")])
+    assert result.exit_code == 0, result.output
+    assert "more household-level values suppressed in" in result.output
+    written = pd.read_csv(tmp_path / "m.csv")
+    assert members_agree(written, HOMES)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from sdc_tasks.errors import SpecError
 from sdc_tasks.files import input_format, yaml_document
-from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
+from sdc_tasks.masking.registry import METHODS, household_suppression_error, ruled_variables, validate_params
 from sdc_tasks.metrics.catalogue import (
     CATEGORICAL_FAMILIES,
     DEFAULT_CATEGORICAL_FAMILIES,
@@ -257,10 +257,9 @@ class ReleaseSpec(_Strict):
             raise ValueError(f"households.variables: {stray[0]!r} is not listed in variables.categorical")
         for i, step in enumerate(self.steps):
             homes = [v for v in self.step_variables(i) if v in self.households.variables]
-            if step.method == "local_suppression" and step.params.get("missing") == "category" and homes:
-                raise ValueError(f"steps.{i}: local_suppression with missing: category cannot suppress the "
-                                 f"household-level variable {homes[0]!r} for whole households and stay k-anonymous "
-                                 "(a missing value is then a category of its own); use missing: any")
+            reason = household_suppression_error(step.method, step.params, homes)
+            if reason:
+                raise ValueError(f"steps.{i}: {reason}")
 
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
