@@ -220,7 +220,7 @@ def test_profile_sections_show_each_variable_and_its_pictures():
     s = summary()
     s["profile"] = {"variables": [variable_profile(v, x[:, j], xm[:, j], ids) for j, v in enumerate(("AGI", "TAX"))],
                     "correlation": {"variables": ["AGI", "TAX"], "original": [[1.0, 0.2], [0.2, 1.0]],
-                                    "masked": [[1.0, 0.25], [0.25, 1.0]]}, "risk_before": None}
+                                    "masked": [[1.0, 0.25], [0.25, 1.0]]}}
     text = report.render_html(s)
     tables = Page(text).tables
     distributions = next(t for t in tables if t[0][:2] == ["Variable", "File"])
@@ -234,14 +234,40 @@ def test_profile_sections_show_each_variable_and_its_pictures():
     assert text.index("Per variable") < text.index("Distance-based linkage") < text.index("All metrics")
 
 
-def test_risk_before_and_after_is_shown_for_categorical_keys():
+def test_risk_before_and_after_is_a_table_of_every_original_figure_beside_the_release():
     s = summary()
-    s["metrics"] |= {"kanon_violations_3": 10.0, "sample_uniques": 4.0, "indiv_risk_max": 0.25}
-    s["profile"] = {"variables": [], "correlation": None,
-                    "risk_before": {"kanon_violations_3": 120.0, "sample_uniques": 60.0, "indiv_risk_max": 1.0}}
+    s["metrics"] |= {"kanon_violations_3": 10.0, "kanon_violations_3_before": 120.0,
+                     "kanon_violations_3_change_percent": -100 * 110 / 120, "sample_uniques": 4.0,
+                     "sample_uniques_before": 0.0, "sample_uniques_change_percent_not_finite": 1.0,
+                     "indiv_risk_max": 0.25, "indiv_risk_max_before": 1.0, "indiv_risk_max_change_percent": -75.0,
+                     "kanon_min_group": 3.0, "kanon_min_group_before": 1.0, "kanon_min_group_change_percent": 200.0,
+                     "dis_suda_max": 0.1, "dis_suda_max_before": 0.1, "dis_suda_max_change_percent": 0.0}
+    s["gate"]["checks"].append({"measure": "indiv_risk_max_change_percent", "value": -75.0, "limit": -50.0,
+                                "op": "<=", "passed": True, "margin": 25.0})
+    text = report.render_html(s)
+    page = Page(text)
+    table = next(t for t in page.tables if t and t[0][:2] == ["Figure", "Original file"])
+    assert table == [["Figure", "Original file", "Released", "Change", "Unit", "Better"],
+                     ["kanon_min_group", "1", "3", "+200 %", "records", "higher"],
+                     ["kanon_violations_3", "120", "10", "-91.67 %", "records", "lower"],
+                     ["sample_uniques", "0", "4", "new", "records", "lower"],
+                     ["indiv_risk_max", "1.0", "0.25", "-75 %", "fraction", "lower"],
+                     ["dis_suda_max", "0.1", "0.1", "0 %", "fraction", "lower"]]
+    assert text.index('id="risk-before-after"') < text.index('id="metrics"')
+    for key in ("kanon-min-group", "kanon-violations-i", "dis-suda-max", "key-before", "key-change-percent"):
+        assert f'href="#def-{key}"' in text or f'id="def-{key}"' in text, key
+    assert 'id="def-key-before"' in text and 'id="def-key-change-percent"' in text  # defined at the end
+    shown = [row[0] for t in page.tables if t and t[0][0] == "Measure" for row in t[1:]]
+    assert "kanon_violations_3" in shown and not any(k.endswith(("_before", "_change_percent")) for k in shown)
     md = report.render_markdown(s)
-    assert "| kanon_violations_3 | 120 | 10 | records |" in md
-    assert "| indiv_risk_max | 1.0 | 0.25 | fraction |" in md
+    assert "| kanon_violations_3 | 120 | 10 | -91.67 % | records | lower |" in md
+    assert "| kanon_violations_3 | 10 | records, lower is better, original 120, -91.67 % |" in md
+    assert "| indiv_risk_max_change_percent | -75.0 | <= -50.0 | 25.0 | pass |" in md
+
+
+def test_no_before_and_after_table_without_original_figures():
+    text = report.render_html(summary())
+    assert 'id="risk-before-after"' not in text and "Original file" not in text
 
 
 def test_gate_limits_bound_the_map_axes_and_the_chosen_point_is_ringed():

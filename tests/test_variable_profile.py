@@ -70,4 +70,3 @@ def test_release_profile_over_dask_frames(files):
     assert corr["variables"] == ["a", "b"]
     assert np.array(corr["original"]) == pytest.approx(np.corrcoef(original[["a", "b"]].T))
     assert np.array(corr["masked"]) == pytest.approx(np.corrcoef(masked[["a", "b"]].T))
-    assert out["risk_before"] is None

@@ -10,7 +10,7 @@ on the merged tables, whose size is bounded by the numbers of categories, not of
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import dask
@@ -227,3 +227,15 @@ def _ldiversity_finish(results: dict, ctx: CategoricalContext) -> dict:
 
 
 LDIVERSITY = Family("ldiversity", _ldiversity_tasks, _ldiversity_finish)
+
+
+def original_context(ctx: CategoricalContext, pairs: dd.DataFrame, n: int) -> CategoricalContext:
+    """The context of the risk families on the original file alone, as if it were released unmasked: the original
+    in place of the masked file, ``pairs`` the original paired with itself (its ``n`` records), and the weight,
+    sensitive and household columns the original has (a figure whose column it lacks is not computed on it)."""
+    columns = set(ctx.original.columns)
+    weight = ctx.weight if ctx.weight in columns else None
+    return replace(ctx, pairs=pairs, masked=ctx.original, n_masked=n, weight=weight,
+                   sensitive=tuple(s for s in ctx.sensitive if s in columns),
+                   household=ctx.household if weight and ctx.household in columns else None)
+

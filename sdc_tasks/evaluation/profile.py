@@ -1,7 +1,6 @@
 """The per-variable figures of a release report, computed over the paired records: each continuous variable's
 distributions and its own share of the loss and risk measures (:mod:`sdc_tasks.metrics.variable_profile`), the
-correlation matrices of both files, and for categorical keys the disclosure risk of the original file, the risk
-before masking that sdcMicro prints beside the risk after.
+correlation matrices of both files.
 
 As for the order-based measures of the ``il``, ``pil`` and ``id`` families (continuous.py), each variable is
 sorted across the partitions (order_measures.py) and its other parts are summed per partition, so no task holds
@@ -19,7 +18,6 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.evaluation.linkage import gathered
-from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.order_measures import gathers, interval_hit_graph, paired_orders, rank_error_graph
 from sdc_tasks.evaluation.pairing import paired
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums
@@ -85,21 +83,13 @@ def correlations(original: dd.DataFrame, masked: dd.DataFrame, variables: list[s
     return out
 
 
-def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-                    categorical: list[str] = (), categorical_keys: list[str] = (), weight: str | None = None,
-                    ordinal: dict[str, list] | None = None) -> dict:
+def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dict:
     """The report figures of ``masked`` against ``original``: {"variables": one profile per continuous variable
-    (records paired by id), "correlation": :func:`correlations` (two or more variables), "risk_before": the
-    ``cat_risk`` measures of the original file against itself (categorical keys only; individual risk with the
-    ``weight`` column)}."""
-    out: dict = {"variables": [], "correlation": None, "risk_before": None}
+    (records paired by id), "correlation": :func:`correlations` (two or more variables)}."""
+    out: dict = {"variables": [], "correlation": None}
     if variables:
         out["variables"] = _profiles(paired(original, masked, id_col, list(variables)).persist(), id_col,
                                      list(variables))
     if len(variables) >= 2:
         out["correlation"] = correlations(original, masked, list(variables))
-    if categorical_keys:
-        before = evaluate(original, original, id_col, [], list(categorical_keys), ("cat_risk",),
-                          categorical=list(categorical), ordinal=ordinal, weight=weight)
-        out["risk_before"] = {k: v for k, v in before.items() if isinstance(v, (int, float))}
     return out
