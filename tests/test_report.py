@@ -9,6 +9,7 @@ import re
 from html.parser import HTMLParser
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sdc_tasks import report
@@ -263,6 +264,45 @@ def test_risk_before_and_after_is_a_table_of_every_original_figure_beside_the_re
     assert "| kanon_violations_3 | 120 | 10 | -91.67 % | records | lower |" in md
     assert "| kanon_violations_3 | 10 | records, lower is better, original 120, -91.67 % |" in md
     assert "| indiv_risk_max_change_percent | -75.0 | <= -50.0 | 25.0 | pass |" in md
+
+
+def test_categorical_variables_show_codes_with_their_value_labels():
+    s = summary()
+    s["profile"] = {"variables": [], "correlation": None, "categories": [
+        {"variable": "sex", "categories": [{"code": "1", "original": 60.0, "masked": 55.0},
+                                           {"code": "2", "original": 40.0, "masked": 38.0}],
+         "other": None, "missing": [0.0, 7.0]},
+        {"variable": "age", "categories": [{"code": "7", "original": 30.0, "masked": 30.0}],
+         "other": {"categories": 12, "original": 70.0, "masked": 70.0}, "missing": [0.0, 0.0]}]}
+    s["value_labels"] = {"sex": {"1": "Male", "2": "Fe<male>"}, "region": {"1": "North"}}
+    text = report.render_html(s)
+    table = next(t for t in Page(text).tables if t and t[0][:2] == ["Variable", "Category"])
+    assert table == [["Variable", "Category", "Original (records)", "Released (records)"],
+                     ["sex", "1 (Male)", "60", "55"], ["sex", "2 (Fe<male>)", "40", "38"],
+                     ["sex", "missing (suppressed)", "0", "7"], ["age", "7", "30", "30"],
+                     ["age", "12 other categories", "70", "70"]]
+    assert "2 (Fe&lt;male&gt;)" in text and "<male>" not in text  # a label is text, never markup
+    assert "shown beside the codes of the labelled variables: sex." in text  # region is not categorical here
+    run = next(t for t in Page(text).tables if t and t[0] == ["Field", "Value"])
+    assert ["Value labels", "region, sex"] in run
+    assert text.index('id="categories"') < text.index('id="metrics"') and text.count("<img") == 2  # + the R-U map
+    s["value_labels"] = {}
+    md = report.render_markdown(s)
+    assert "| sex | 1 | 60 | 55 |" in md and "No categorical variable carries value labels" in md
+
+
+def test_category_profile_counts_both_files_and_lists_the_most_frequent():
+    from sdc_tasks.evaluation.profile import category_profile
+    from sdc_tasks.metrics.categorical_loss import MISSING_TEXT
+
+    original = pd.Series({"10": 5.0, "2": 9.0, "3": 1.0, "x": 4.0})
+    masked = pd.Series({"10": 5.0, "2": 8.0, "x": 4.0, MISSING_TEXT: 2.0})
+    out = category_profile("v", original, masked, shown=3)
+    assert out["categories"] == [{"code": "2", "original": 9.0, "masked": 8.0},
+                                 {"code": "10", "original": 5.0, "masked": 5.0},
+                                 {"code": "x", "original": 4.0, "masked": 4.0}]
+    assert out["other"] == {"categories": 1, "original": 1.0, "masked": 0.0} and out["missing"] == [0.0, 2.0]
+    assert category_profile("v", original, masked)["other"] is None
 
 
 def test_no_before_and_after_table_without_original_figures():

@@ -66,7 +66,7 @@ def canonical_orders(ordinal: dict[str, list], text: dict[str, bool]) -> dict[st
     return out
 
 
-def _add_dicts(a: dict, b: dict) -> dict:
+def add_frequency_tables(a: dict, b: dict) -> dict:
     """Per-variable sum of two dicts of frequency tables."""
     return {v: add_counts(a[v], b[v]) for v in a}
 
@@ -131,7 +131,7 @@ def _cat_il_tasks(ctx: CategoricalContext) -> dict:
                                  for p in ctx.pair_parts], operator.add)}
     if ctx.reference is not None:
         tasks["reference"] = tree_merge([dask.delayed(value_counts)(p, ctx.categorical, ctx.text)
-                                         for p in ctx.reference[ctx.categorical].to_delayed()], _add_dicts)
+                                         for p in ctx.reference[ctx.categorical].to_delayed()], add_frequency_tables)
     return tasks
 
 

@@ -1,6 +1,6 @@
 """The per-variable figures of a release report, computed over the paired records: each continuous variable's
 distributions and its own share of the loss and risk measures (:mod:`sdc_tasks.metrics.variable_profile`), the
-correlation matrices of both files.
+correlation matrices of both files, and each categorical variable's category counts in both files.
 
 As for the order-based measures of the ``il``, ``pil`` and ``id`` families (continuous.py), each variable is
 sorted across the partitions (order_measures.py) and its other parts are summed per partition, so no task holds
@@ -17,13 +17,19 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.evaluation.categorical import add_frequency_tables
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.evaluation.order_measures import gathers, interval_hit_graph, paired_orders, rank_error_graph
 from sdc_tasks.evaluation.pairing import paired
+from sdc_tasks.metrics.categorical_loss import MISSING_TEXT, value_counts
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums
 from sdc_tasks.metrics.variable_profile import VariableSummary, bin_counts, profile_of, variable_profile
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, frames_moments, tree_merge
+
+SHOWN_CATEGORIES = 30
+"""The most categories of one variable a report lists (the most frequent in the original file; the others are
+counted together)."""
 
 
 def _column_profile(parts: list[pd.DataFrame], var: str, id_col: str) -> dict:
@@ -83,13 +89,58 @@ def correlations(original: dd.DataFrame, masked: dd.DataFrame, variables: list[s
     return out
 
 
-def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dict:
+def _frequency_tables(frame: dd.DataFrame, variables: list[str]):
+    """Per variable, the frequency of each category of ``frame`` as text (codes written as whole numbers, missing
+    values as MISSING_TEXT), tree-merged over the partitions (a Delayed)."""
+    text = dict.fromkeys(variables, True)
+    return tree_merge([dask.delayed(value_counts)(p, variables, text) for p in frame[variables].to_delayed()],
+                      add_frequency_tables)
+
+
+def _category_key(code: str) -> tuple:
+    """Where a category sorts: numeric codes in numeric order, then text in text order."""
+    try:
+        return 0, float(code), ""
+    except ValueError:
+        return 1, 0.0, code
+
+
+def category_profile(variable: str, original: pd.Series, masked: pd.Series,
+                     shown: int = SHOWN_CATEGORIES) -> dict:
+    """One categorical variable's counts in both files from their frequency tables (category text -> count):
+    {"variable", "categories": [{"code", "original", "masked"}] for the ``shown`` most frequent categories of the
+    original (then of the masked file) in code order, "other": {"categories", "original", "masked"} counting the
+    rest (None when none is left), "missing": [original, masked] records without a value (suppressed)}."""
+    counts = pd.DataFrame({"original": original, "masked": masked}).fillna(0.0)
+    missing = counts.loc[MISSING_TEXT].tolist() if MISSING_TEXT in counts.index else [0.0, 0.0]
+    counts = counts.drop(index=MISSING_TEXT, errors="ignore")
+    ranked = counts.loc[sorted(counts.index, key=lambda c: (-counts.at[c, "original"], -counts.at[c, "masked"],
+                                                             _category_key(str(c))))]
+    top, rest = ranked.iloc[:shown], ranked.iloc[shown:]
+    rows = [{"code": str(code), "original": float(row["original"]), "masked": float(row["masked"])}
+            for code, row in sorted(top.iterrows(), key=lambda item: _category_key(str(item[0])))]
+    other = {"categories": len(rest), "original": float(rest["original"].sum()),
+             "masked": float(rest["masked"].sum())} if len(rest) else None
+    return {"variable": variable, "categories": rows, "other": other, "missing": [float(m) for m in missing]}
+
+
+def category_profiles(original: dd.DataFrame, masked: dd.DataFrame, variables: list[str]) -> list[dict]:
+    """:func:`category_profile` of each categorical variable, both files' counts in one Dask computation."""
+    a, b = dask.compute(_frequency_tables(original, variables), _frequency_tables(masked, variables))
+    return [category_profile(v, a[v], b[v]) for v in variables]
+
+
+def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+                    categorical: list[str] = ()) -> dict:
     """The report figures of ``masked`` against ``original``: {"variables": one profile per continuous variable
-    (records paired by id), "correlation": :func:`correlations` (two or more variables)}."""
-    out: dict = {"variables": [], "correlation": None}
+    (records paired by id), "correlation": :func:`correlations` (two or more variables), "categories": one
+    :func:`category_profile` per ``categorical`` variable}."""
+    out: dict = {"variables": [], "correlation": None, "categories": []}
     if variables:
         out["variables"] = _profiles(paired(original, masked, id_col, list(variables)).persist(), id_col,
                                      list(variables))
     if len(variables) >= 2:
         out["correlation"] = correlations(original, masked, list(variables))
+    if categorical:
+        out["categories"] = category_profiles(original, masked, list(categorical))
     return out

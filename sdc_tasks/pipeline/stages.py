@@ -186,10 +186,10 @@ def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
 
 def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     """The per-variable figures of the release's report (sdc_tasks.evaluation.profile.release_profile): masked/
-    against the original."""
+    against the original, continuous and categorical variables."""
     original = original_records(spec, paths.checkpoint)
     return release_profile(original, read_table(paths.masked, "parquet"), spec.id_column,
-                           list(spec.variables.continuous))
+                           list(spec.variables.continuous), list(spec.variables.categorical))
 
 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:

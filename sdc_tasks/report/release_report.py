@@ -19,6 +19,7 @@ from sdc_tasks.metrics.catalogue import (
     HIGHER,
     LOWER,
     MEASURES,
+    RECORDS,
     Measure,
     anchor_of,
     derived_from,
@@ -36,6 +37,7 @@ from sdc_tasks.report.document import (
     unit_value_text,
 )
 from sdc_tasks.report.figures import (
+    category_counts_figure,
     correlation_difference_figure,
     distributions_figure,
     dld_curve_figure,
@@ -107,6 +109,53 @@ def variables_sections(profile: dict | None) -> list[Section]:
                     "n/a: undefined for this variable."],
         table=Table(("Variable", *(f"{k} ({units[k]})" for k in VARIABLE_MEASURES)), measure_rows))
     return [distributions, shares]
+
+
+def category_text(code: str, labels: dict[str, str] | None) -> str:
+    """A category as a report names it: its code, with its value label beside it when the input file gives one
+    ("2 (Female)")."""
+    label = (labels or {}).get(code)
+    return f"{code} ({label})" if label is not None else code
+
+
+def labelled_text(value_labels: dict[str, dict[str, str]], variables: list[str]) -> str:
+    """Which of ``variables`` carry value labels from the input file, as a sentence."""
+    labelled = [v for v in variables if v in value_labels]
+    if not labelled:
+        return "No categorical variable carries value labels from the input file."
+    return (f"Value labels from the input file (SPSS, Stata or SAS) are shown beside the codes of the labelled "
+            f"variables: {', '.join(labelled)}.")
+
+
+def categorical_sections(profile: dict | None, value_labels: dict[str, dict[str, str]]) -> list[Section]:
+    """Per categorical variable, its records per category in the original file and in the release (table and
+    picture), each category named by its code and, for a labelled variable, its value label."""
+    profiles = (profile or {}).get("categories") or []
+    if not profiles:
+        return []
+    names = [[category_text(c["code"], value_labels.get(p["variable"])) for c in p["categories"]] for p in profiles]
+    def count(value: float) -> str:
+        """A number of records, whole."""
+        return unit_value_text(value, RECORDS)
+
+    rows = []
+    for p, categories in zip(profiles, names):
+        rows += [(p["variable"], name, count(c["original"]), count(c["masked"]))
+                 for name, c in zip(categories, p["categories"])]
+        if p["other"]:
+            rows.append((p["variable"], f"{p['other']['categories']} other categories", count(p["other"]["original"]),
+                         count(p["other"]["masked"])))
+        if any(p["missing"]):
+            rows.append((p["variable"], "missing (suppressed)", *(count(m) for m in p["missing"])))
+    variables = [p["variable"] for p in profiles]
+    return [Section("Per categorical variable: original vs released", anchor="categories",
+                    paragraphs=["Records per category in the original file and in the release; a variable with "
+                                "many categories lists the most frequent in the original and counts the others "
+                                "together; missing counts values without a category (suppressed ones included). "
+                                + labelled_text(value_labels, variables)],
+                    pictures=[Picture("Records per category, original (blue) and released (orange)",
+                                      png_bytes(category_counts_figure(profiles, names)))],
+                    table=Table(("Variable", "Category", "Original (records)", "Released (records)"), rows))]
 
 
 def linkage_section(metrics: dict, gate: dict | None) -> list[Section]:
@@ -212,6 +261,7 @@ def run_section(summary: dict) -> Section:
         ("Dropped", _names(variables["dropped"])),
         ("Passed through unchanged", _names(variables.get("passed_through", []))),
         ("Strata", variables["strata"] or "none"),
+        ("Value labels", _names(sorted(summary.get("value_labels") or {}))),
     ]
     return Section("Run details", anchor="run", table=Table(("Field", "Value"), rows, numbers_right=False))
 
@@ -260,6 +310,7 @@ def report_sections(summary: dict, ru: Picture | None) -> list[Section]:
     metrics, profile = summary["metrics"], summary.get("profile")
     return [
         *variables_sections(profile),
+        *categorical_sections(profile, summary.get("value_labels") or {}),
         *linkage_section(metrics, summary["gate"]),
         *correlation_section(profile),
         ru_section(summary["ru_points"], ru),
