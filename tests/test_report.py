@@ -295,14 +295,16 @@ def test_category_profile_counts_both_files_and_lists_the_most_frequent():
     from sdc_tasks.evaluation.profile import category_profile
     from sdc_tasks.metrics.categorical_loss import MISSING_TEXT
 
-    original = pd.Series({"10": 5.0, "2": 9.0, "3": 1.0, "x": 4.0})
-    masked = pd.Series({"10": 5.0, "2": 8.0, "x": 4.0, MISSING_TEXT: 2.0})
+    original = pd.Series({"10": 5.0, "2": 9.0, "3": 1.0, "x": 4.0, "y": 2.0, "rare": 1.0})
+    masked = pd.Series({"10": 5.0, "2": 8.0, "x": 4.0, "y": 1.0, "new": 1.0, MISSING_TEXT: 3.0})
     out = category_profile("v", original, masked, shown=3)
     assert out["categories"] == [{"code": "2", "original": 9.0, "masked": 8.0},
                                  {"code": "10", "original": 5.0, "masked": 5.0},
                                  {"code": "x", "original": 4.0, "masked": 4.0}]
-    assert out["other"] == {"categories": 1, "original": 1.0, "masked": 0.0} and out["missing"] == [0.0, 2.0]
-    assert category_profile("v", original, masked)["other"] is None
+    assert out["other"] == {"categories": 4, "original": 4.0, "masked": 2.0} and out["missing"] == [0.0, 3.0]
+    every = category_profile("v", original, masked)  # "3" and "rare" left the release: counted, never named
+    assert [c["code"] for c in every["categories"]] == ["2", "10", "new", "x", "y"]
+    assert every["other"] == {"categories": 2, "original": 2.0, "masked": 0.0}
 
 
 def test_no_before_and_after_table_without_original_figures():

@@ -84,4 +84,5 @@ def test_category_counts_over_partitions_equal_pandas_value_counts():
     for code, n in original["c"].value_counts().items():
         assert counts[("c", str(code))] == (n, (masked["c"] == code).sum())
     assert out[0]["missing"] == [0.0, float(masked["c"].isna().sum())] and out[0]["other"] is None
-    assert counts[("t", "y")] == ((original["t"] == "y").sum(), 0.0) and counts[("t", "x")][1] == N
+    assert counts[("t", "x")] == ((original["t"] == "x").sum(), N) and ("t", "y") not in counts  # not released
+    assert out[1]["other"] == {"categories": 1, "original": float((original["t"] == "y").sum()), "masked": 0.0}

@@ -108,17 +108,20 @@ def _category_key(code: str) -> tuple:
 def category_profile(variable: str, original: pd.Series, masked: pd.Series,
                      shown: int = SHOWN_CATEGORIES) -> dict:
     """One categorical variable's counts in both files from their frequency tables (category text -> count):
-    {"variable", "categories": [{"code", "original", "masked"}] for the ``shown`` most frequent categories of the
-    original (then of the masked file) in code order, "other": {"categories", "original", "masked"} counting the
-    rest (None when none is left), "missing": [original, masked] records without a value (suppressed)}."""
+    {"variable", "categories": [{"code", "original", "masked"}] for at most ``shown`` categories of the release
+    (the most frequent in the original, then in the release) in code order, "other": {"categories", "original",
+    "masked"} counting the rest together (None when none is left), "missing": [original, masked] records without
+    a value (suppressed)}. Only a category the release holds is named: one that masking removed (a rare value
+    recoded, swapped or suppressed away) is a confidential value and is only counted among the others."""
     counts = pd.DataFrame({"original": original, "masked": masked}).fillna(0.0)
     missing = counts.loc[MISSING_TEXT].tolist() if MISSING_TEXT in counts.index else [0.0, 0.0]
     counts = counts.drop(index=MISSING_TEXT, errors="ignore")
-    ranked = counts.loc[sorted(counts.index, key=lambda c: (-counts.at[c, "original"], -counts.at[c, "masked"],
-                                                             _category_key(str(c))))]
-    top, rest = ranked.iloc[:shown], ranked.iloc[shown:]
-    rows = [{"code": str(code), "original": float(row["original"]), "masked": float(row["masked"])}
-            for code, row in sorted(top.iterrows(), key=lambda item: _category_key(str(item[0])))]
+    released = [c for c in counts.index if counts.at[c, "masked"] > 0]
+    named = sorted(released, key=lambda c: (-counts.at[c, "original"], -counts.at[c, "masked"],
+                                            _category_key(str(c))))[:shown]
+    rest = counts.drop(index=named)
+    rows = [{"code": str(code), "original": float(counts.at[code, "original"]),
+             "masked": float(counts.at[code, "masked"])} for code in sorted(named, key=lambda c: _category_key(str(c)))]
     other = {"categories": len(rest), "original": float(rest["original"].sum()),
              "masked": float(rest["masked"].sum())} if len(rest) else None
     return {"variable": variable, "categories": rows, "other": other, "missing": [float(m) for m in missing]}

@@ -149,10 +149,11 @@ def categorical_sections(profile: dict | None, value_labels: dict[str, dict[str,
             rows.append((p["variable"], "missing (suppressed)", *(count(m) for m in p["missing"])))
     variables = [p["variable"] for p in profiles]
     return [Section("Per categorical variable: original vs released", anchor="categories",
-                    paragraphs=["Records per category in the original file and in the release; a variable with "
-                                "many categories lists the most frequent in the original and counts the others "
-                                "together; missing counts values without a category (suppressed ones included). "
-                                + labelled_text(value_labels, variables)],
+                    paragraphs=["Records per category in the original file and in the release. Only categories "
+                                "the release holds are named (a category masking removed is confidential); those "
+                                "and, for a variable with many categories, all but the most frequent are counted "
+                                "together as other categories; missing counts values without a category "
+                                "(suppressed ones included). " + labelled_text(value_labels, variables)],
                     pictures=[Picture("Records per category, original (blue) and released (orange)",
                                       png_bytes(category_counts_figure(profiles, names)))],
                     table=Table(("Variable", "Category", "Original (records)", "Released (records)"), rows))]
