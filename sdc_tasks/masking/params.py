@@ -136,12 +136,13 @@ class PramParams(Params):
 
 
 class LocalSuppressionParams(Params):
-    """Local suppression to k-anonymity on the key variables, or on sets of them (statistical_databases_survey.txt,
-    Local suppression; k-anonymity; sdcMicro kAnon's ``combs``)."""
+    """Local suppression to k-anonymity on the key variables or on sets of them (statistical_databases_survey.txt,
+    Local suppression; k-anonymity; sdcMicro kAnon's ``combs``), or until no record's individual risk is above a
+    threshold (mu-Argus; sdcMicro localSupp)."""
 
     k: int | list[int] | None = Field(default=None, description="every combination of the key variables must "
-                                      "occur at least k times; with combs or key_sets one k for all, or one per "
-                                      "entry (k or threshold required)")
+                                      f"occur at least k times (2 to {LARGEST_K}); with combs or key_sets one k for "
+                                      "all, or one per entry; k or threshold is required")
     threshold: float | None = Field(default=None, gt=0, lt=1, description="instead of k: values suppressed until no "
                                     "record's individual risk is above this (mu-Argus; sdcMicro localSupp)")
     weight: str | None = Field(default=None, description="with threshold: the sampling weight column the individual "
@@ -152,52 +153,64 @@ class LocalSuppressionParams(Params):
     importance: list[str] | None = Field(default=None, description="the keys from the most to the least important "
                                          "(the least important lose values first; default: fewer categories first)")
     never: list[str] = Field(default_factory=list, description="keys that never lose a value")
-    combs: list[int] | None = Field(default=None, min_length=1, description="sizes of key subsets: every subset of "
-                                    "each size made k-anonymous in turn, instead of all the keys at once (sdcMicro "
-                                    "kAnon's combs)")
-    key_sets: list[list[str]] | None = Field(default=None, min_length=1, description="sets of keys, each made "
-                                             "k-anonymous in turn, instead of all the keys at once")
+    combs: list[int] | None = Field(default=None, description="sizes of key subsets: every subset of each size made "
+                                    "k-anonymous in turn instead of all the keys at once (sdcMicro kAnon's combs)")
+    key_sets: list[list[str]] | None = Field(default=None, description="sets of keys, each made k-anonymous in turn "
+                                             "instead of all the keys at once")
 
-    @field_validator("k")
+    @field_validator("k", mode="plain")
     @classmethod
-    def _k_in_range(cls, k: int | list[int] | None) -> int | list[int] | None:
-        """Each k within 2..LARGEST_K; a list not empty."""
-        values = [] if k is None else k if isinstance(k, list) else [k]
-        if (k is not None and not values) or any(v < 2 or v > LARGEST_K for v in values):
-            raise ValueError(f"each k must be an integer from 2 to {LARGEST_K}")
+    def _k_values(cls, k: Any) -> int | list[int] | None:
+        """An integer from 2 to LARGEST_K, or a non-empty list of them."""
+        values = k if isinstance(k, list) else [k]
+        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+        if k is not None and (not values or not whole or any(v < 2 or v > LARGEST_K for v in values)):
+            raise ValueError(f"must be an integer from 2 to {LARGEST_K}, or a list of them")
         return k
 
-    @field_validator("combs")
+    @field_validator("threshold")
     @classmethod
-    def _sizes_positive(cls, combs: list[int] | None) -> list[int] | None:
-        """Each size at least 1."""
-        if combs is not None and any(size < 1 for size in combs):
-            raise ValueError("each size must be at least 1")
-        return combs
+    def _k_or_threshold(cls, threshold: float | None, info: ValidationInfo) -> float | None:
+        """Not beside k."""
+        if threshold is not None and info.data.get("k") is not None:
+            raise ValueError("give k (k-anonymity) or threshold (individual risk), not both")
+        return threshold
 
-    @field_validator("key_sets")
+    @field_validator("weight")
     @classmethod
-    def _sets_not_empty(cls, sets: list[list[str]] | None) -> list[list[str]] | None:
-        """Each set names at least one key."""
-        if sets is not None and any(not s for s in sets):
-            raise ValueError("each set must name at least one key")
+    def _weight_with_threshold(cls, weight: str | None, info: ValidationInfo) -> str | None:
+        """Only with threshold."""
+        if weight is not None and info.data.get("threshold") is None:
+            raise ValueError("goes with threshold (the individual risk); k-anonymity counts records")
+        return weight
+
+    @field_validator("importance", "never")
+    @classmethod
+    def _ordered_with_any(cls, keys: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        """Only with missing: any."""
+        if keys and info.data.get("missing") == "category":
+            raise ValueError("goes with missing: any")
+        return keys
+
+    @field_validator("combs", "key_sets")
+    @classmethod
+    def _sets_with_k(cls, sets: list | None, info: ValidationInfo) -> list | None:
+        """Non-empty entries, at most one of combs and key_sets, with k and missing: any."""
+        if sets is None:
+            return sets
+        if not sets or any(not s if isinstance(s, list) else s < 1 for s in sets):
+            raise ValueError("must list at least one entry, each a size of at least 1 or a set of at least one key")
+        if info.data.get("k") is None or info.data.get("missing") == "category":
+            raise ValueError("goes with k and missing: any")
+        if info.data.get("combs") is not None:
+            raise ValueError("give combs or key_sets, not both")
         return sets
 
     @model_validator(mode="after")
-    def _consistent(self) -> "LocalSuppressionParams":
-        """k or threshold, not both; importance, never and key sets go with missing: any; combs and key_sets
-        exclude each other and go with k; a list of k needs them; weight goes with threshold."""
-        if (self.k is None) == (self.threshold is None):
-            raise ValueError("give k (k-anonymity) or threshold (individual risk), one of them")
-        if self.threshold is not None and (self.combs is not None or self.key_sets is not None
-                                           or self.missing == "category"):
-            raise ValueError("threshold goes with missing: any and all the keys (no combs or key_sets)")
-        if self.weight is not None and self.threshold is None:
-            raise ValueError("weight goes with threshold")
-        if self.missing == "category" and (self.importance is not None or self.never or self.combs or self.key_sets):
-            raise ValueError("importance, never, combs and key_sets go with missing: any")
-        if self.combs is not None and self.key_sets is not None:
-            raise ValueError("give combs or key_sets, not both")
+    def _one_target(self) -> "LocalSuppressionParams":
+        """k or threshold given; a list of k only with combs or key_sets."""
+        if self.k is None and self.threshold is None:
+            raise ValueError("give k (k-anonymity) or threshold (individual risk)")
         if isinstance(self.k, list) and self.combs is None and self.key_sets is None:
             raise ValueError("a list of k goes with combs or key_sets (one k per entry)")
         return self
