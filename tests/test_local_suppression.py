@@ -168,8 +168,8 @@ def test_threshold_through_the_python_api(survey):
     ({"threshold": 0.1, "weight": "region"}, r"parameter 'weight' of local_suppression names 'region', which is not"),
     ({"threshold": 0.1, "weight": "relat"}, r"parameter 'weight' of local_suppression names 'relat', which is not"),
     ({"threshold": 1e-6, "never": KEYS8[1:]},
-     r"parameter 'threshold' of local_suppression = 1e-06: \d+ records of a scope stay above it with every key "
-     r"suppressed but those of 'never'"),
+     (r"parameter 'threshold' of local_suppression = 1e-06: \d+ records of a scope stay above it with every key "
+      r"suppressed but those of 'never'")),
 ])
 def test_bad_key_sets_and_thresholds_name_the_parameter(survey, sync_dask, params, message):
     with pytest.raises(ValueError, match=message):

@@ -207,7 +207,7 @@ class LocalSuppressionParams(Params):
         return sets
 
     @model_validator(mode="after")
-    def _one_target(self) -> "LocalSuppressionParams":
+    def _one_target(self) -> LocalSuppressionParams:
         """k or threshold given; a list of k only with combs or key_sets."""
         if self.k is None and self.threshold is None:
             raise ValueError("give k (k-anonymity) or threshold (individual risk)")

@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.metrics.categorical_risk import compatible_frequencies
-from sdc_tasks.reserved import COUNT_COL, POS_COL, SUPPRESS_COL
+from sdc_tasks.reserved import POS_COL, SUPPRESS_COL
 
 
 def first_records(part: pd.DataFrame, keys: list[str], k: int, offset: int) -> pd.DataFrame:
