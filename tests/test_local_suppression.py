@@ -12,6 +12,7 @@ import pandas as pd
 import pytest
 
 import sdc_tasks
+from sdc_tasks.errors import SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
@@ -23,6 +24,7 @@ from sdc_tasks.metrics.categorical_risk import (
     compatible_frequencies,
     risk_measures,
 )
+from sdc_tasks.pipeline.spec import parse_spec
 
 KEYS8 = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil"]
 KEYS5 = ["urbrur", "roof", "walls", "water", "sex"]
@@ -156,6 +158,20 @@ def test_threshold_through_the_python_api(survey):
     out = sdc_tasks.mask(survey, "local_suppression", vars=KEYS5, threshold=0.02, weight=WEIGHT,
                          importance=["urbrur", "roof", "walls", "sex", "water"])
     assert out[KEYS5].isna().sum().to_dict() == {"urbrur": 0, "roof": 0, "walls": 0, "water": 12, "sex": 0}
+
+
+def test_a_release_threshold_step_uses_the_release_weight():
+    spec = {"input": {"path": "testdata.csv"}, "create_id": True, "output": {"dir": "out"},
+            "variables": {"key": KEYS5, "categorical": KEYS5, "weight": WEIGHT, "pass_through": ["relat"]},
+            "steps": [{"method": "local_suppression", "params": {"threshold": 0.02}},
+                      {"method": "local_suppression", "params": {"threshold": 0.05, "weight": "household_weights"}}]}
+    parsed = parse_spec(spec)
+    assert [s.params["weight"] for s in parsed.steps] == [WEIGHT, "household_weights"]
+    unweighted = parse_spec({**spec, "variables": {**spec["variables"], "weight": None}})
+    assert unweighted.steps[0].params["weight"] is None
+    combs = {**spec, "steps": [{"method": "local_suppression", "params": {"k": [5, 3], "combs": [2, 3]}}]}
+    with pytest.raises(SpecError, match=r"steps.0.params.k = \[5, 3\] is below gate.min_group_size = 4"):
+        parse_spec({**combs, "gate": {"min_group_size": 4}})
 
 
 # ---- errors name the parameter, never a value ----

@@ -146,7 +146,7 @@ class LocalSuppressionParams(Params):
     threshold: float | None = Field(default=None, gt=0, lt=1, description="instead of k: values suppressed until no "
                                     "record's individual risk is above this (mu-Argus; sdcMicro localSupp)")
     weight: str | None = Field(default=None, description="with threshold: the sampling weight column the individual "
-                               "risk uses (default: each record weighs 1)")
+                               "risk uses (default: a release's variables.weight, else each record weighs 1)")
     missing: Literal["any", "category"] = Field(
         default="any", description="a suppressed value matches any value (sdcMicro's and mu-Argus' convention; the "
         "procedure of sdcMicro's kAnon) or is a category of its own (a greedy on the key combinations)")
