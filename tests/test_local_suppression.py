@@ -71,6 +71,28 @@ def test_key_combinations_suppress_what_sdcmicro_kanon_with_combs_does(survey, s
     np.testing.assert_array_equal(out[KEYS8].to_numpy(float)[kept], survey[KEYS8].to_numpy(float)[kept])
 
 
+SDCMICRO_WITH_MISSING = [  # sdcMicro 5.8.1 as above on data/testdata.csv with missing values put in first:
+    # dat$roof[seq(7, nrow(dat), by=50)] <- NA; dat$relat[seq(3, nrow(dat), by=70)] <- NA
+    # kAnon(createSdcObj(dat, keyVars=c("roof","walls","water","electcon","relat","sex"), w="sampling_weight"), k=3)
+    ({"k": 3}, {"roof": 3, "walls": 0, "water": 22, "electcon": 0, "relat": 112, "sex": 0}),
+    # kAnon(createSdcObj(dat, keyVars=<the 8 keys>, w="sampling_weight"), k=c(5, 3), combs=c(2, 3))
+    ({"k": [5, 3], "combs": [2, 3]},
+     {"urbrur": 0, "roof": 4, "walls": 0, "water": 32, "electcon": 4, "relat": 29, "sex": 0, "hhcivil": 8}),
+]
+
+
+@pytest.mark.parametrize("params, expected", SDCMICRO_WITH_MISSING)
+def test_missing_input_values_match_any_value_as_in_sdcmicro(survey, sync_dask, params, expected):
+    """Values missing in the input are not counted as suppressions and match any value; the suppressions are
+    sdcMicro's key by key."""
+    data = survey.copy()
+    data.loc[np.arange(6, len(data), 50), "roof"] = np.nan
+    data.loc[np.arange(2, len(data), 70), "relat"] = np.nan
+    keys = list(expected)
+    out = suppressed(data, params, keys, nparts=4)
+    assert (out[keys].isna().sum() - data[keys].isna().sum()).to_dict() == expected
+
+
 def test_listed_key_sets_suppress_only_their_keys():
     # on (a, b) the record (3, 1) is alone; its nearest records differ on a only, and a (3 categories) is less
     # important than b (1 category): it loses a. c is a key of the step in no set: every record keeps it though
