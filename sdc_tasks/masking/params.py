@@ -195,7 +195,8 @@ class LocalSuppressionParams(Params):
     @field_validator("combs", "key_sets")
     @classmethod
     def _sets_with_k(cls, sets: list | None, info: ValidationInfo) -> list | None:
-        """Non-empty entries, at most one of combs and key_sets, with k and missing: any."""
+        """Non-empty entries, at most one of combs and key_sets, with k and missing: any, and one k per entry when
+        k is a list."""
         if sets is None:
             return sets
         if not sets or any(not s if isinstance(s, list) else s < 1 for s in sets):
@@ -204,6 +205,9 @@ class LocalSuppressionParams(Params):
             raise ValueError("goes with k and missing: any")
         if info.data.get("combs") is not None:
             raise ValueError("give combs or key_sets, not both")
+        k = info.data["k"]
+        if isinstance(k, list) and len(k) != len(sets):
+            raise ValueError(f"has {len(sets)} entries but k lists {len(k)} values: give one k, or one per entry")
         return sets
 
     @model_validator(mode="after")

@@ -4,7 +4,7 @@ suppression and sdcMicro's ``localSupp(obj, threshold, keyVar)``, carried on ove
 Sources: statistical_databases_survey.txt, "Local suppression" and "disclosure risk for categorical data"; the
 individual risk is the project's (sdc_tasks.metrics.categorical_risk.individual_risk, sdcMicro indivRisk, a
 missing value matching any value as in sdcMicro's measure_risk); sdcMicro's localSupp suppresses its one key in
-every record whose risk is above the threshold (docs/references.md, sdcMicro kAnon). The procedure, on the table
+every record whose risk is above the threshold (docs/references.md, sdcMicro 2015). The procedure, on the table
 of key combinations with their records and summed sampling weights (a missing value a value of its own):
 
 1. each combination's individual risk is computed from its compatible f_k and F_k (every combination that agrees
@@ -14,9 +14,10 @@ of key combinations with their records and summed sampling weights (a missing va
 3. steps 1-2 repeat until no combination is above the threshold.
 
 The first pass is sdcMicro's localSupp on the least important key; the next ones take the next key for the
-records still above the threshold (a suppression only ever adds records and weight to the compatible groups, so
-the risks fall). The importance order is the one of sdcMicro's kAnon (sdc_tasks.masking.suppression). The work
-is on the combination table, a few passes of :func:`compatible_totals` (at most one per key).
+records still above the threshold (a suppression only adds records and weight to compatible groups, which lowers
+their risks in practice; every pass suppresses a value of each unsafe combination, so at most as many passes as
+keys). The importance order is the one of sdcMicro's kAnon (sdc_tasks.masking.suppression). The work is on the
+combination table: one individual-risk computation (categorical_risk.combination_risks) per pass.
 """
 
 from __future__ import annotations

@@ -3,8 +3,8 @@ convention (sdcMicro's ``kAnon``/``localSuppression``, mu-Argus), with an import
 that are never suppressed.
 
 Sources: statistical_databases_survey.txt, "Local suppression" and "k-anonymity"; the procedure sdcMicro's
-``localSuppression`` follows (docs/references.md, sdcMicro kAnon), so that with the same keys, k and importance the
-same values are suppressed (docs/categorical.md, "Local suppression"):
+``localSuppression`` follows (docs/references.md, sdcMicro 2015: kAnon), so that with the same keys, k and
+importance the same values are suppressed (docs/categorical.md, "Local suppression"):
 
 1. the records considered are, per combination of the key values (a missing value being a value of its own),
    the first k records in file order; the others are in groups of more than k and never lose a value;
@@ -16,6 +16,13 @@ same values are suppressed (docs/categorical.md, "Local suppression"):
    every key with a value when it is the only record; when those keys are all in ``never``, the least important
    key it still has a value of); suppressions within a pass change the distances seen by the records after it;
 4. steps 2-3 repeat until every considered record has f_k >= k.
+
+With key combinations (sdcMicro kAnon's ``combs``: every subset of each given size of the keys, subsets in
+``itertools.combinations`` order as R's ``combn``; or the listed ``key_sets``), steps 1-4 run on each key set in
+turn, with its own k, on the values the earlier sets left: the considered records are the first k of each
+combination of the set's keys, the importance order is the step's restricted to the set. A suppression only
+adds compatible records, so no later set undoes an earlier one. The plan starts from the first max(k) records of
+each combination of all the keys, which holds the first k of every combination of every set.
 
 The importance order ranks the keys from the most to the least important (the least important loses values
 first); by default the keys with fewer categories are the more important (sdcMicro's default, ties by key
@@ -121,16 +128,11 @@ def key_sets(keys: list[str], params: dict) -> list[tuple[list[str], int]]:
     """The key sets made k-anonymous in turn, each with its k: every subset of each size of ``combs`` (in the
     order given, subsets in key order as R's combn lists them) with the matching k, or each set of ``key_sets``,
     or all the keys; ValueError naming the parameter for a size above the number of keys, a listed key that is
-    not a key of the step, or k given as a list of the wrong length."""
-    k, sizes, listed = params["k"], params.get("combs"), params.get("key_sets")
+    not a key of the step (the parameters validated: one k per entry when k is a list)."""
+    k, sizes, listed = params["k"], params["combs"], params["key_sets"]
     if sizes is None and listed is None:
         return [(list(keys), k)]
-    groups = sizes if sizes is not None else listed
-    name = "combs" if sizes is not None else "key_sets"
-    ks = k if isinstance(k, list) else [k] * len(groups)
-    if len(ks) != len(groups):
-        raise ValueError(f"parameter 'k' of local_suppression lists {len(ks)} values for the {len(groups)} entries "
-                         f"of '{name}': give one k, or one per entry")
+    ks = k if isinstance(k, list) else [k] * len(sizes if sizes is not None else listed)
     if sizes is not None:
         large = [s for s in sizes if s > len(keys)]
         if large:
