@@ -25,17 +25,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.masking.suppression import suppression_order
+from sdc_tasks.masking.suppression import key_codes, suppression_order
 from sdc_tasks.metrics.categorical_loss import MISSING_CODE
 from sdc_tasks.metrics.categorical_risk import combination_risks
 from sdc_tasks.reserved import COUNT_COL, SUPPRESS_COL, WEIGHT_COL
-
-
-def _factor_codes(values: pd.Series) -> np.ndarray:
-    """A key's values as float codes comparable by equality, missing as MISSING_CODE (categorical_risk's
-    canonical missing value)."""
-    codes, _ = pd.factorize(values, use_na_sentinel=True)
-    return np.where(codes < 0, MISSING_CODE, codes.astype(np.float64))
 
 
 def checked_weight(meta: pd.DataFrame, keys: list[str], params: dict) -> str | None:
@@ -61,7 +54,7 @@ def threshold_suppression_plan(table: pd.DataFrame, params: dict, orders: dict) 
     threshold, never = params["threshold"], params["never"]
     order = suppression_order(table, keys, params)
     columns = [keys.index(v) for v in reversed(order) if v not in never]
-    codes = pd.DataFrame({v: _factor_codes(table[v]) for v in keys})
+    codes = pd.DataFrame({v: key_codes(table[v], MISSING_CODE) for v in keys})
     sums = table[[COUNT_COL, WEIGHT_COL]].reset_index(drop=True)
     lost = np.zeros(len(table), dtype=np.int64)
     weight = params["weight"] or "(none: each record weighs 1)"

@@ -164,7 +164,7 @@ def suppression_plan_any(table: pd.DataFrame, keys: list[str], params: dict) -> 
         raise ValueError(f"parameter 'k' of local_suppression = {largest_k(params)} exceeds the {len(table)} records "
                          "of a scope")
     rank = {v: i for i, v in enumerate(suppression_order(table, keys, params))}
-    codes = np.column_stack([_codes(table[v]) for v in keys])
+    codes = np.column_stack([key_codes(table[v]) for v in keys])
     given = ~np.isnan(codes)
     positions = table[POS_COL].to_numpy()
     for subset, k in sets:
@@ -181,7 +181,7 @@ def suppression_plan_any(table: pd.DataFrame, keys: list[str], params: dict) -> 
     return pd.DataFrame({POS_COL: positions[keep], SUPPRESS_COL: lost[keep]})
 
 
-def _codes(values: pd.Series) -> np.ndarray:
-    """A key's values as float codes comparable by equality (categories numbered), missing as NaN."""
+def key_codes(values: pd.Series, missing: float = np.nan) -> np.ndarray:
+    """A key's values as float codes comparable by equality (categories numbered), missing as ``missing``."""
     codes, _ = pd.factorize(values, use_na_sentinel=True)
-    return np.where(codes < 0, np.nan, codes.astype(np.float64))
+    return np.where(codes < 0, missing, codes.astype(np.float64))
