@@ -52,6 +52,19 @@ def records_risk(df: pd.DataFrame, keys: list[str], weight: str | None) -> np.nd
     return combination_risks(table, keys, "__w")[combination_rows(frame, table, keys, {k: False for k in keys})]
 
 
+def test_each_record_finds_its_combination_and_compatible_frequency():
+    frame = pd.DataFrame({"a": [1, 1, 2, np.nan, 2], "b": ["x", "x", "y", "y", "x"]})
+    text = {"a": False, "b": True}
+    table = combination_counts(frame, ["a", "b"], text)
+    rows = combination_rows(frame, table, ["a", "b"], text)
+    assert rows[0] == rows[1] and len(set(rows)) == 4
+    assert table["__count"].to_numpy()[rows].tolist() == [2, 2, 1, 1, 1]
+    # compatible: (nan, y) matches (2, y); (1, x) the other (1, x)
+    assert compatible_frequencies(frame, text).tolist() == [2, 2, 2, 2, 1]
+    with pytest.raises(ValueError, match="2 records have a key combination the combination table lacks"):
+        combination_rows(frame, table.iloc[1:], ["a", "b"], text)
+
+
 # ---- key combinations ----
 
 SDCMICRO_COMBS = {  # sdcMicro 5.8.1 (github sdcTools/sdcMicro cf32510, built from source here) on data/testdata.csv:

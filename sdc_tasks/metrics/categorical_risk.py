@@ -77,12 +77,15 @@ def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def combination_rows(part: pd.DataFrame, table: pd.DataFrame, keys: list[str], text: dict[str, bool]) -> np.ndarray:
-    """The row position in ``table`` (a :func:`combination_counts` table, or any frame of its key columns) of each
-    record's key combination, matched on the canonical values (missing a value of its own); -1 for a combination
-    the table lacks."""
+    """The row position in ``table`` (a :func:`combination_counts` table of these records or of a file holding
+    them, or any frame of its key columns) of each record's key combination, matched on the canonical values
+    (missing a value of its own); ValueError when the table lacks a record's combination."""
     canon = pd.DataFrame({k: canonical(part[k], text[k]) for k in keys})
     rows = table[keys].reset_index(drop=True).assign(**{ROW_COL: np.arange(len(table))})
-    return canon.merge(rows, on=keys, how="left")[ROW_COL].fillna(-1).to_numpy(np.int64)
+    found = canon.merge(rows, on=keys, how="left")[ROW_COL]
+    if found.isna().any():
+        raise ValueError(f"{int(found.isna().sum())} records have a key combination the combination table lacks")
+    return found.to_numpy(np.int64)
 
 
 def compatible_frequencies(part: pd.DataFrame, text: dict[str, bool] | None = None) -> np.ndarray:
