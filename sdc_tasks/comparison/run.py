@@ -330,7 +330,8 @@ def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
         else:
             metrics = evaluate(frame, staged.frame, source.id_column, [], [], DEFAULT_CATEGORICAL_FAMILIES,
                                categorical=variables, reference=frame,
-                               ordinal={v: o for v, o in source.category_orders.items() if v in variables})
+                               ordinal={v: o for v, o in source.category_orders.items() if v in variables},
+                               original_risk=False)  # the same original for every configuration
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {reason_of(exc)}") \
             from None
