@@ -3,8 +3,8 @@ individual risk, PLD_cat) on N generated records, timed with the peak memory of 
 read of the same Parquet files.
 
 Records are drawn with replacement from the bundled household survey (data/testdata.csv: its 8 categorical keys
-and sampling weight, the weight scaled so it still sums to the population size), chunk by chunk from
-numpy.random.default_rng([seed, chunk]); the masked file replaces each key value with probability 0.1 by a random
+and sampling weight, the weight scaled so it still sums to the population size, 1000 x the survey's), chunk by chunk
+from numpy.random.default_rng([seed, chunk]); the masked file replaces each key value with probability 0.1 by a random
 category of the same column (an invariant-PRAM-like masking) and suppresses 0.1 % of the roof values.
 
 Usage: python benchmarks/categorical_scale.py --rows 1000000 [--workers 2]
@@ -31,16 +31,20 @@ KEYS = ["urbrur", "roof", "walls", "water", "electcon", "relat", "sex", "hhcivil
 CHUNK = 1_000_000
 
 
-def write_pair(orig: Path, masked: Path, rows: int, seed: int) -> None:
-    """Write the generated original file and its masked copy as Parquet datasets, CHUNK records per file."""
-    source = pd.read_csv(bundled_path("testdata.csv"))[[*KEYS, "sampling_weight"]]
+def write_pair(orig: Path, masked: Path, rows: int, seed: int, extra: tuple[str, ...] = (),
+               population: float | None = None) -> None:
+    """Write the generated original file and its masked copy as Parquet datasets, CHUNK records per file: the keys,
+    the sampling weight and the ``extra`` columns of testdata.csv, the weights scaled to sum to ``population``
+    (default 1000 x the survey's population)."""
+    source = pd.read_csv(bundled_path("testdata.csv"))[[*KEYS, "sampling_weight", *extra]]
+    scale = (population or 1000 * source["sampling_weight"].sum()) / source["sampling_weight"].sum()
     for d in (orig, masked):
         d.mkdir(parents=True)
     for i, start in enumerate(range(0, rows, CHUNK)):
         rng = np.random.default_rng([seed, i])
         size = min(CHUNK, rows - start)
         part = source.iloc[rng.integers(0, len(source), size)].reset_index(drop=True)
-        part["sampling_weight"] = part["sampling_weight"] * len(source) / rows * 1000
+        part["sampling_weight"] = part["sampling_weight"] * len(source) / rows * scale
         part.insert(0, "record_id", np.arange(start, start + size))
         part.to_parquet(orig / f"part-{i:05d}.parquet", index=False)
         out = part.astype({k: np.float64 for k in KEYS})
