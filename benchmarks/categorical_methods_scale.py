@@ -266,11 +266,11 @@ def main() -> None:
         write_pair(orig, data, args.rows, seed=5, extra=EXTRA, population=100.0 * args.rows)
         if not args.skip_ours:
             run_ours(data, Path(tmp), args.rows, args.workers, names)
-        missing = sdcmicro_missing(args.r_lib)
-        if missing:
-            print(f"sdcMicro: missing ({missing})")
-        elif args.rows > args.r_max_rows:
+        missing = None if args.rows > args.r_max_rows else sdcmicro_missing(args.r_lib)
+        if args.rows > args.r_max_rows:
             print(f"sdcMicro: not run above {args.r_max_rows} records (--r-max-rows)")
+        elif missing:
+            print(f"sdcMicro: missing ({missing})")
         else:
             run_sdcmicro(data, Path(tmp), args.rows, names, args.r_lib, args.r_timeout)
 
