@@ -267,6 +267,25 @@ def test_local_suppression_of_a_parquet_dataset_whose_key_columns_fuse(sync_dask
     pd.testing.assert_frame_equal(staged.frame.compute().reset_index(drop=True)[keys], alone[keys])
 
 
+def test_local_suppression_of_a_parquet_dataset_read_in_more_pieces_than_its_key_columns_fuse_into(sync_dask,
+                                                                                                  tmp_path, testdata):
+    """With 10 files of the keys and a few other columns, Dask's Parquet reader fuses the key columns' partitions
+    for one computation (their lengths: 5 partitions) and not for another (the partitions themselves: 10), as in
+    benchmarks/categorical_methods_scale.py at 1e7 records: each record still gets its position in the file, so the
+    result is that of one partition."""
+    from sdc_tasks.io import read_table
+
+    keys = [*HOMES, *PERSONS, "hhcivil"]
+    frame = testdata[["record_id", *keys, "sampling_weight", "age", "income"]]
+    for j, piece in enumerate(np.array_split(frame, 10)):
+        piece.to_parquet(tmp_path / f"part{j}.parquet", index=False)
+    params = validate_params("local_suppression", {"k": 3})
+    staged = apply_step(read_table(tmp_path, "parquet"), "local_suppression", keys, params,
+                        StepContext(seed=7, step=2, id_column="record_id"))
+    alone, _ = masked(frame, "local_suppression", keys, params, 1)
+    pd.testing.assert_frame_equal(staged.frame.compute().reset_index(drop=True)[keys], alone[keys])
+
+
 def test_mask_takes_the_households_from_the_api_and_the_command_line(tmp_path, testdata, no_cluster):
     from typer.testing import CliRunner
 

@@ -411,15 +411,18 @@ def _scope_counts(tables: list[pd.DataFrame], variables: list[str], counts: str,
 
 def _first_records_scopes(ddf: dd.DataFrame, variables: list[str], strata: str | None, k: int) -> dict:
     """Per stratum label, the key values and positions of the first k records of each combination of
-    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination). The
-    offsets are those of the column subset's own partitions: Dask's Parquet reader may fuse the partitions of a
-    few columns, and a record's position is the same over any partitioning of the file."""
+    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination). Each
+    partition's table and length come from the same delayed partitions, in one pass, and the offsets from those
+    lengths: Dask's Parquet reader may fuse a few columns' partitions, and may fuse them differently for two
+    computations (the lengths of one, the partitions of another), while a record's position is the same over any
+    partitioning of the file."""
     lead = [strata] if strata else []
-    columns = ddf[lead + variables]
-    offsets = B.offsets_of(B.partition_lengths(columns))
-    parts = [dask.delayed(first_records)(part, lead + variables, k, int(offsets[i]))
-             for i, part in enumerate(columns.to_delayed())]
-    table = dask.delayed(merge_first_records)(parts, lead + variables, k).compute()
+    parts = ddf[lead + variables].to_delayed()
+    tables, lengths = dask.compute([dask.delayed(first_records)(part, lead + variables, k, 0) for part in parts],
+                                   [dask.delayed(len)(part) for part in parts])
+    offsets = B.offsets_of(lengths)
+    table = merge_first_records([t.assign(**{B.POS_COL: t[B.POS_COL] + offsets[i]}) for i, t in enumerate(tables)],
+                                lead + variables, k)
     if strata is None:
         return {None: table}
     return {label: rows.drop(columns=strata).reset_index(drop=True)
