@@ -6,7 +6,7 @@ are installed.
 The records are those of benchmarks/categorical_scale.py (drawn with replacement from data/testdata.csv), with
 age, income and expend, each weight 100 (a 1 % sample: the population is 100 x the records), taken from its
 masked file: 10 % of the key values replaced by a random category and 0.1 % of roof missing, so that the key
-combinations grow with the records as in a real file (16,001 combinations, 5,112 sample uniques at 1e6) rather
+combinations grow with the records as in a real file (16,374 combinations, 5,018 sample uniques at 1e6) rather
 than staying the survey's. Every operation reads that file; each masking step writes its output as Parquet, as a
 release's step does; each risk family is evaluated on the file alone (the file as its own original, no
 before/after figures).
@@ -27,13 +27,17 @@ Operations (ours; sdcMicro 5.8.1's equivalent, on the same records written as CS
 - suda on the 8 keys; suda2;
 - ldiversity of income within the 8 keys; ldiversity(ldiv_index = "income").
 
+``--suda-lattice`` also times SUDA2's search alone (sdc_tasks.metrics.suda.msu_scores) on the table of key
+combinations of the first 2, 3, ..., 8 keys and of the 8 keys with age (88 categories), to show its cost growing
+with the 2^M - 1 key subsets rather than with the records (docs/categorical.md, "Special uniques").
+
 sdcMicro runs one whole ``Rscript`` process per operation (the data.frame interfaces, no sdcMicroObj): the CSV
 read by data.table's fread and the operation each timed with system.time inside R, the process's peak memory
 from the operating system; an operation still running after ``--r-timeout`` seconds is stopped and reported so.
 sdcMicro is looked for as in benchmarks/small_files.py; where it is missing the benchmark says so.
 
 Usage: python benchmarks/categorical_methods_scale.py --rows 1000000 [--workers 2] [--r-lib DIR]
-[--r-max-rows 1000000] [--r-timeout 600] [--only NAME,...] [--skip-ours]
+[--r-max-rows 1000000] [--r-timeout 600] [--only NAME,...] [--skip-ours] [--suda-lattice]
 (not part of the test suite)
 """
 
@@ -57,6 +61,8 @@ from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import ruled_variables, validate_params
+from sdc_tasks.metrics.categorical_risk import combination_counts
+from sdc_tasks.metrics.suda import msu_scores
 
 CONTEXT = StepContext(seed=1, step=0, id_column="record_id")
 EXTRA = ("age", "income", "expend")
@@ -185,6 +191,23 @@ def run_ours(data: Path, tmp: Path, rows: int, workers: int, names: list[str]) -
                 )
 
 
+def suda_lattice(data: Path, rows: int) -> None:
+    """Time SUDA2's search on the combination table of M keys, M = 2..8 and the 8 keys with age, and print it
+    beside the table's rows C and the 2^M - 1 subsets."""
+    frame = pd.read_parquet(data, columns=[*KEYS, "age"])
+    print(f"SUDA2 search on the combination table of {rows} records (one process, no Dask)")
+    for keys in [KEYS[:m] for m in range(2, len(KEYS) + 1)] + [[*KEYS, "age"]]:
+        table = combination_counts(frame, keys, {k: False for k in keys})
+        t = time.perf_counter()
+        msu_scores(table, keys)
+        secs = time.perf_counter() - t
+        print(
+            f"{len(keys):>4} keys: C = {len(table):7d}  {2 ** len(keys) - 1:5d} subsets  {secs:7.2f} s  "
+            f"{1e3 * secs / (2 ** len(keys) - 1):6.2f} ms per subset",
+            flush=True,
+        )
+
+
 def r_program(csv: Path, expression: str, r_lib: str | None) -> str:
     """An R program that loads sdcMicro, reads ``csv`` and runs ``expression`` on it as ``d``, printing the
     seconds of each with system.time."""
@@ -256,6 +279,7 @@ def main() -> None:
     ap.add_argument("--r-timeout", type=float, default=600.0, help="stop an sdcMicro operation after this long")
     ap.add_argument("--only", default="", help="comma-separated operations (default: all)")
     ap.add_argument("--skip-ours", action="store_true")
+    ap.add_argument("--suda-lattice", action="store_true", help="also time SUDA2's search for 2 to 9 keys")
     args = ap.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()] or [*MASKING, *RISK]
     unknown = [n for n in names if n not in MASKING and n not in RISK]
@@ -266,6 +290,8 @@ def main() -> None:
         write_pair(orig, data, args.rows, seed=5, extra=EXTRA, population=100.0 * args.rows)
         if not args.skip_ours:
             run_ours(data, Path(tmp), args.rows, args.workers, names)
+        if args.suda_lattice:
+            suda_lattice(data, args.rows)
         missing = None if args.rows > args.r_max_rows else sdcmicro_missing(args.r_lib)
         if args.rows > args.r_max_rows:
             print(f"sdcMicro: not run above {args.r_max_rows} records (--r-max-rows)")
