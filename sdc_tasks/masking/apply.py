@@ -37,9 +37,9 @@ FOLD_MIN_RECORDS = 2_000_000  # a column kernel with a fold runs as one: from th
 @dataclass(frozen=True)
 class StepContext:
     """What a step needs besides its parameters: seed, step number, id column, strata column, the
-    release's original records (``reference``, a Dask collection) for steps that restore its statistics, and
-    the declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None
-    for the sorted observed values)."""
+    release's original records (``reference``, a Dask collection) for steps that restore its statistics, the
+    declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None for the
+    sorted observed values) and the release's household id column (``household``, None without households)."""
 
     seed: int
     step: int
@@ -47,6 +47,7 @@ class StepContext:
     strata: str | None = None
     reference: Any = None
     category_orders: dict = field(default_factory=dict)
+    household: str | None = None
 
 
 @dataclass

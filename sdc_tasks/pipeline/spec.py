@@ -17,7 +17,7 @@ from sdc_tasks.metrics.catalogue import (
     DEFAULT_CATEGORICAL_FAMILIES,
     DEFAULT_FAMILIES,
     FAMILIES,
-    POSTMASK,
+    OUTCOME_METHODS,
     gated_families,
     measure_of,
 )
@@ -229,9 +229,9 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
-            if measure_of(measure).family == POSTMASK and not any(METHODS[s.method].reports_outcome
-                                                                   for s in self.steps):
-                raise ValueError(f"gate.max.{measure}: needs a postmask or synthetic_postmask step")
+            reporters = OUTCOME_METHODS.get(measure_of(measure).family)
+            if reporters and not any(s.method in reporters for s in self.steps):
+                raise ValueError(f"gate.max.{measure}: needs a {' or '.join(reporters)} step")
         id_roles = [role for role, names in self.variables.named().items() if self.id_column in names]
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")

@@ -106,7 +106,8 @@ def _step_args(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> tuple[str, lis
     step = spec.steps[i]
     reference = step_source(spec, 0, paths) if uses_original(step.method) else None
     ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
-                      reference=reference, category_orders=dict(spec.variables.ordinal))
+                      reference=reference, category_orders=dict(spec.variables.ordinal),
+                      household=spec.households.id if spec.households is not None else None)
     return step.method, spec.step_variables(i), step.params, ctx
 
 
@@ -126,7 +127,8 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
     returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
-    for a post-masking step, what it reached (``PostMaskOutcome.as_dict``; None otherwise)."""
+    for a post-masking or record swapping step, what it reached (``PostMaskOutcome.as_dict``,
+    ``SwapOutcome.as_dict``; None otherwise)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
