@@ -236,7 +236,8 @@ def write_chunks(out_dir: str | Path, rows: int, seed: int, rows_per_file: int, 
 HOUSEHOLD_SIZES = np.array([0.30, 0.30, 0.15, 0.14, 0.06, 0.03, 0.015, 0.005])
 """Share of households of 1..8 persons (a European census' shape: a third alone, a third in couples)."""
 NATIONALS = 0.92
-"""Share of households of the country's nationality; the others draw one of NATIONALITIES - 1 foreign ones, Zipf-like."""
+"""Share of households of the country's nationality; the others draw one of NATIONALITIES - 1 foreign ones,
+Zipf-like."""
 NATIONALITIES = 40
 AGE_BAND = 10
 """Width of the age groups (0-9, 10-19, ...), the coarse age of the risk variables."""
@@ -299,7 +300,8 @@ def household_chunk(rows: int, seed: int, chunk_index: int, first_id: int,
         "household_id": each(np.arange(first_id, first_id + households, dtype=np.int64)),
         "region": each(region).astype(np.int64), "district": each(district).astype(np.int64),
         "area": each(area).astype(np.int64), "hhsize": each(sizes).astype(np.int64),
-        "age": age.astype(np.int64), "age_group": (age // AGE_BAND).astype(np.int64), "sex": rng.integers(1, 3, rows).astype(np.int64),
+        "age": age.astype(np.int64), "age_group": (age // AGE_BAND).astype(np.int64),
+        "sex": rng.integers(1, 3, rows).astype(np.int64),
         "nationality": each(nationality).astype(np.int64),
         "tenure": each(np.asarray(TENURES, dtype=object)[tenure]), "weight": each(weight),
     })

@@ -338,8 +338,8 @@ class RecordSwapParams(Params):
     k: int = Field(default=3, ge=1, le=LARGEST_K, description="a household is risky at a level when a member's "
                    "combination of the risk variables and the geography down to that level counts fewer than k "
                    "persons")
-    swap_rate: float = Field(default=0.05, ge=0, le=1, description="share of the households swapped at the lowest level (both "
-                             "households of a pair counted), risky households included, 0 to 1")
+    swap_rate: float = Field(default=0.05, ge=0, le=1, description="share of the households swapped at the lowest "
+                             "level (both households of a pair counted), risky households included, 0 to 1")
     similar: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1, max_length=100,
                                      description="similarity profiles, tried in order: a donor household matches "
                                      "the swapped one on every column of the profile (e.g. [[hhsize, tenure], "

@@ -99,8 +99,9 @@ def _donor(i, group, used, pool, group_of, starts, heads, profile_of, profiles):
 def _swap_level(ranked, group_starts, must, rest, group_of, used, failed, initiated, partner, pool, starts, heads,
                 profile_of, profiles):
     """One level's swaps, group by group (``ranked``: households by group, each group's in draw-key order from
-    ``group_starts``): a group's free households that must swap at this level, then up to ``rest`` of its other
-    free households (0 above the lowest level), each paired with a donor as it comes (``_donor``); a pair
+    ``group_starts``): a group's free households that must swap at this level, then as many of its other free
+    households as ``rest`` exceeds the must-swap ones (0 above the lowest level; recordSwap.cpp ``randSample``
+    draws N - z more, z the must-swap households), each paired with a donor as it comes (``_donor``); a pair
     exchanges partners, both become used and the swapper is marked ``initiated`` (recordSwap.cpp's swappedIndex);
     a swapper without a donor is marked ``failed`` (never swapped later; it may still serve as a donor, as in
     sdcMicro). Households are taken when their group comes, so one taken as a donor meanwhile is not drawn.
@@ -114,10 +115,9 @@ def _swap_level(ranked, group_starts, must, rest, group_of, used, failed, initia
                 i = ranked[j]
                 if used[i] or failed[i] or must[i] != (kind == 0):
                     continue
-                if kind == 1:
-                    if draws <= 0:
-                        break
-                    draws -= 1
+                if draws <= 0 and kind == 1:
+                    break
+                draws -= 1
                 d = _donor(i, group_of[i], used, pool, group_of, starts, heads, profile_of, profiles)
                 if d < 0:
                     failed[i] = True
