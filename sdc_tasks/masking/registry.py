@@ -290,8 +290,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "of another area of that level, then random households up to the swap rate at the lowest level",
            "sdcMicro recordSwap (R/recordSwap.R, src/recordSwap/recordSwap.cpp, vignette \"Targeted Record "
            "Swapping\"); choices: docs/recordswap.md",
-           {"hierarchy": ["region", "district", "area"], "risk_variables": ["age", "sex", "nationality"], "k": 3,
-            "swap_rate": 0.05, "similar": [["hhsize"]], "household_id": "household_id"},
+           {"hierarchy": ["region", "district", "area"], "risk_variables": ["age_group", "sex", "nationality"],
+            "k": 3, "swap_rate": 0.05, "similar": [["hhsize"], []], "carry_along": ["tenure"],
+            "household_id": "household_id"},
            "risk counts by a Dask tree reduction, the household table (one row per household) by a grouping on the "
            "household id, the plan made on it on the client, then looked up per partition by household id",
            reports_outcome=True),
