@@ -260,3 +260,37 @@ def test_figures_comparable_with_sdcmicro_recordswap(sync_dask):
     for seed in range(1, 4):
         _, outcome = swap(data, seed=seed, **{**params, "k": 1, "carry_along": []})
         assert sum(outcome.swapped) == SDCMICRO_SWAPPED_WITHOUT_RISK
+
+
+def test_a_release_reports_the_swap_and_the_household_risk(tmp_path):
+    from sdc_tasks.pipeline.run import run_release
+    from sdc_tasks.pipeline.spec import parse_spec
+
+    path = tmp_path / "households.csv"
+    pd.read_csv(SMALL).to_csv(path, index=False)
+    keys = ["area", *RISK]
+    spec = parse_spec({
+        "input": {"path": str(path)}, "id_column": "record_id",
+        "variables": {"categorical": [*HIERARCHY, "tenure", *RISK], "key": keys, "weight": "weight",
+                      "pass_through": ["household_id", "hhsize", "age"]},
+        "households": {"id": "household_id", "variables": ["region", "district", "area", "tenure"]},
+        "steps": [{"method": "record_swap", "params": {"hierarchy": HIERARCHY, "risk_variables": RISK, "k": 3,
+                                                      "swap_rate": 0.1, "similar": [["hhsize"]],
+                                                      "carry_along": ["tenure"]}}],
+        "metrics": ["cat_risk"], "gate": {"max": {"trs_unmatched_households": 0}},
+        "output": {"dir": str(tmp_path / "out")}, "dask": {"workers": 1}})
+    summary = run_release(spec)
+    metrics = json.loads((tmp_path / "out" / "metrics.json").read_text())
+    assert metrics["trs_risky_households_before"] == sum(SDCMICRO_RISKY)
+    assert metrics["trs_unmatched_households"] == 0 and metrics["trs_swap_rate_target"] == 0.1
+    assert metrics["trs_swap_rate"] == pytest.approx(sum(metrics[f"trs_level_swap_rate_{c}"] for c in HIERARCHY))
+    assert 0 < metrics["household_risk_max"] <= 1
+    report = (tmp_path / "out" / "report.md").read_text()
+    assert "record_swap:" in report and "households swapped" in report
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["columns"]["sex"] == "passed_through" and manifest["columns"]["area"] == "masked"
+    released = pd.read_parquet(tmp_path / "out" / "masked")
+    original = pd.read_csv(SMALL)
+    assert (released.groupby("household_id")[HIERARCHY].nunique() == 1).all().all()
+    assert released["sex"].tolist() == original["sex"].tolist()
+    assert summary is not None

@@ -119,7 +119,7 @@ def household_table(ddf: dd.DataFrame, household: str, params: dict) -> pd.DataF
     hierarchy, risk_variables = params["hierarchy"], params["risk_variables"]
     tables = risk_tables(ddf, risk_variables, hierarchy)
     meta = _member_risk(ddf._meta, household, risk_variables, hierarchy, [t.iloc[:0] for t in tables])
-    members = ddf.map_partitions(_member_risk, household, risk_variables, hierarchy, tables, meta=meta)
+    members = ddf.map_partitions(_member_risk, household, risk_variables, hierarchy, dask.delayed(tables), meta=meta)
     risks = {c: "max" for c in meta.columns if c.startswith(RISK_PREFIX)}
     columns = list(dict.fromkeys([*hierarchy, *_profile_columns(params), *params["carry_along"]]))
     grouped = members.groupby(household).agg({**risks, MEMBERS: "sum"}, split_out=ddf.npartitions)
@@ -175,7 +175,8 @@ def swapped_frame(ddf: dd.DataFrame, plan: pd.DataFrame, household: str, variabl
     """The mask stage's frame (``_swapped_part`` per partition, aligned with the input)."""
     offsets = B.offsets_of(B.partition_lengths(ddf))
     meta = _swapped_part(ddf._meta, 0, plan.iloc[:0], household, variables, outcome)
-    pieces = [dask.delayed(_swapped_part)(part, int(offsets[i]), plan, household, variables, outcome)
+    shared = dask.delayed(plan)  # one task holds the plan, every partition's task reads it
+    pieces = [dask.delayed(_swapped_part)(part, int(offsets[i]), shared, household, variables, outcome)
               for i, part in enumerate(ddf.to_delayed())]
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)
 
@@ -185,12 +186,13 @@ def risky_after(ddf: dd.DataFrame, plan: pd.DataFrame, household: str, params: d
     hierarchy with the plan applied)."""
     hierarchy, risk_variables = params["hierarchy"], params["risk_variables"]
     columns = [household, *risk_variables, *(c for c in hierarchy if c not in risk_variables)]
-    swapped = ddf[columns].map_partitions(_with_plan, plan, household, hierarchy)
+    swapped = ddf[columns].map_partitions(_with_plan, dask.delayed(plan), household, hierarchy,
+                                          meta=ddf[columns]._meta)
     tables = risk_tables(swapped, risk_variables, hierarchy)
     meta = _risky_members(swapped._meta, household, risk_variables, hierarchy, [t.iloc[:0] for t in tables],
                           params["k"])
-    flagged = swapped.map_partitions(_risky_members, household, risk_variables, hierarchy, tables, params["k"],
-                                     meta=meta)
+    flagged = swapped.map_partitions(_risky_members, household, risk_variables, hierarchy, dask.delayed(tables),
+                                     params["k"], meta=meta)
     levels = flagged.groupby(household)["level"].min(split_out=ddf.npartitions).compute()
     return np.bincount(levels.to_numpy(np.int64), minlength=len(hierarchy)).tolist()
 
