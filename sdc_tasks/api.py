@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dask.dataframe as dd
 import pandas as pd
@@ -36,8 +36,6 @@ from sdc_tasks.arguments import (
     source_of,
     write_single_file,
 )
-from sdc_tasks.comparison.outputs import comparison
-from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
@@ -49,9 +47,12 @@ from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variable
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
-from sdc_tasks.pipeline.summary import ReleaseSummary
 from sdc_tasks.results import Metrics
 from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
+
+if TYPE_CHECKING:
+    from sdc_tasks.comparison.run import Grid
+    from sdc_tasks.pipeline.summary import ReleaseSummary
 
 Data = pd.DataFrame | dd.DataFrame | PathLike
 
@@ -401,6 +402,9 @@ def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None,
 
     docs/references.md gives the full references; docs/comparison.md the grids and the ranking.
     """
+    from sdc_tasks.comparison.outputs import comparison  # on use: it draws with matplotlib
+    from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
+
     check_kind(data, "data")
     chosen = grid if isinstance(grid, Grid) else parse_grid(dict(grid)) if isinstance(grid, Mapping) else \
         load_grid(grid)
