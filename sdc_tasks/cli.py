@@ -298,8 +298,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id, nearest (synthetic or re-sized files) or "
                                              "paper (each masked record stands for its nearest original in IL1, "
-                                             "ID and linkage, as post_masking_optimization.txt sec. 2; "
-                                             "docs/postmask.md)"),
+                                             "ID and linkage, keys in the file's column order, as "
+                                             "post_masking_optimization.txt sec. 2; docs/postmask.md)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  overwrite: bool = typer.Option(False, help="replace an existing --out file"),
                  workers: Optional[int] = AUTO_WORKERS,
@@ -346,6 +346,10 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPS
                                             "it)"),
              original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "
                                                      "postmask move the masked input toward; required by them"),
+             household: Optional[str] = typer.Option(None, help="household id column: categorical methods mask "
+                                                     "the --household-vars once per household"),
+             household_vars: Optional[str] = typer.Option(None, help="household-level variables, comma-separated "
+                                                          "(the same for every member of a household)"),
              workers: Optional[int] = AUTO_WORKERS) -> None:
     """Apply one masking method to a file and write the masked file."""
     from sdc_tasks.api import masked
@@ -356,7 +360,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPS
     with _reported("mask"), _progress(f"mask ({method})"):
         result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
                         id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
-                        overwrite=overwrite, workers=workers)
+                        overwrite=overwrite, workers=workers, household=household,
+                        household_vars=_split(household_vars))
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
     typer.echo(_accounting_line(result.columns))
     if result.outcome is not None:

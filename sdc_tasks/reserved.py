@@ -11,12 +11,14 @@ ORIGINAL_PREFIX = "_orig_"  # post-masking: the original value of a variable bes
 MASKED_SUFFIX = "__masked"  # evaluation: the masked value of a variable beside its original one
 COUNT_COL = "__count"  # frequency tables: records per combination
 WEIGHT_COL = "__weight"  # categorical risk: summed sampling weights per combination
+ROW_COL = "__row"  # categorical risk: a combination's position in its table
 MASKED_ROW = "__m"  # categorical linkage: a masked combination's position
 ORIGINAL_ROW = "__o"  # categorical linkage: an original combination's position
 PATTERN_COL = "__code"  # categorical linkage: the agreement pattern of a candidate pair
 SCOPE_COL = "__scope"  # rank fold: the code of the record's stratum
 VALUE_COL = "__value"  # rank fold: the value of the variable being folded
 RANGE_COL = "__range"  # rank fold: the partition a record moves to (rank-ordered, or back to the input's)
+HOUSEHOLD_EXTRA_COL = "__household_extra"  # household suppression: values a record lost because a member lost them
 DASK_PREFIX = "_partitions"  # Dask's shuffle adds _partitions (and _partitions_0) to the shuffled frame
 
 RESERVED_NAMES = (BLOCK_COL, POS_COL, SUPPRESS_COL)

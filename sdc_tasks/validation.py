@@ -28,6 +28,7 @@ from sdc_tasks.io import (
     write_parquet,
 )
 from sdc_tasks.masking.rankswap import fewest_swapped_records
+from sdc_tasks.masking.suppression import largest_k
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -185,8 +186,8 @@ def fewest_records(method: str, params: dict, field: str, step: str) -> tuple[st
     (``field``: how the step's parameters are named, e.g. "parameter '{}' of mdav"), for rank swapping the fewest
     records of which p percent is one rank (``rankswap.fewest_swapped_records``), and 2 for any other method
     (``step`` names it): a record alone has no group, no partner to swap with and no spread."""
-    if "k" in params:
-        return f"{field.format('k')} = {params['k']}", params["k"]
+    if params.get("k") is not None:
+        return f"{field.format('k')} = {params['k']}", largest_k(params)
     if method == "rankswap":
         return f"{field.format('p')} = {params['p']:g}", fewest_swapped_records(params["p"])
     return step, 2
@@ -297,14 +298,21 @@ def household_faults(ddf: dd.DataFrame, household: str, variables: list[str]) ->
     return [int(c) for c in dask.compute(missing, *varying)]
 
 
-def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str) -> None:
-    """Raise InputError naming the household id column when records lack it (how many), or a household-level
-    variable that takes more than one value within some households (how many households, never which values)."""
-    counts = household_faults(ddf, household, variables)
+def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str,
+                     strata: str | None = None) -> None:
+    """Raise InputError naming the household id column when records lack it (how many), a household-level
+    variable that takes more than one value within some households (how many households, never which values),
+    or the ``strata`` column when it does (given when the steps mask household-level variables: their plans are
+    per stratum, so a household must lie in one)."""
+    checked = [*variables, *([strata] if strata else [])]
+    counts = household_faults(ddf, household, checked)
     if counts[0]:
         raise InputError(f"{what}: household id column {household!r} is missing in {int(counts[0])} records: every "
                          "person needs a household")
-    for v, broken in zip(variables, counts[1:]):
+    for v, broken in zip(checked, counts[1:]):
+        if broken and v == strata:
+            raise InputError(f"{what}: strata column {v!r} differs between the members of {int(broken)} households: "
+                             "household-level variables are masked once per household, within one stratum")
         if broken:
             raise InputError(f"{what}: household-level variable {v!r} differs between the members of "
                              f"{int(broken)} households (households.variables must be the same for every member)")

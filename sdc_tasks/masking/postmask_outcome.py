@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.swap_outcome import SwapOutcome
 
 SWAP_METHOD = "record_swap"
@@ -75,9 +76,14 @@ class PostMaskOutcome:
                 f"\"Reaching TargetE\"")
 
 
-def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome | SwapOutcome:
-    """A step's outcome from its ``as_dict``: a ``SwapOutcome`` for record swapping, else a ``PostMaskOutcome``."""
-    return SwapOutcome(**values) if values["method"] == SWAP_METHOD else PostMaskOutcome(**values)
+def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome | HouseholdOutcome | SwapOutcome:
+    """A step's outcome from its ``as_dict``: a ``SwapOutcome`` for record swapping, a suppressing step's
+    ``HouseholdOutcome`` (told by its ``extra_suppressions``), else a ``PostMaskOutcome``."""
+    if values.get("method") == SWAP_METHOD:
+        return SwapOutcome(**values)
+    if "extra_suppressions" in values:
+        return HouseholdOutcome(**values)
+    return PostMaskOutcome(**values)
 
 
 def outcome_metrics(steps) -> dict[str, Any]:
