@@ -74,9 +74,14 @@ def on(client: Client):
         yield client
 
 
-def run_with(tmp_path: Path, client: Client, **stages):
-    """Run the demo release with some stages replaced (``Stages`` fields)."""
-    return released(load_spec(spec_file(tmp_path)), on(client), Stages(**stages), LOG)
+IL_ONLY = {"metrics": ["il"], "gate": {"max": {"IL": 100.0}, "min_group_size": 3}}
+"""Spec changes for a run whose fault does not depend on the measures: information loss only (the disclosure-risk
+measures and their pictures take most of a demo run)."""
+
+
+def run_with(tmp_path: Path, client: Client, changes: dict | None = None, **stages):
+    """Run the demo release with the spec ``changes`` and some stages replaced (``Stages`` fields)."""
+    return released(load_spec(spec_file(tmp_path, **(changes or {}))), on(client), Stages(**stages), LOG)
 
 
 def left_beside(out: Path) -> list[str]:
@@ -101,7 +106,7 @@ def test_input_changed_during_the_run_publishes_nothing(tmp_path, client, systmp
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match=f"^input changed during the run: {source};"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -114,7 +119,7 @@ def test_input_touched_during_the_run_is_a_change(tmp_path, client, systmp):
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match="input changed during the run"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -131,7 +136,7 @@ def test_input_rewritten_with_its_old_size_and_time_is_a_change(tmp_path, client
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match="input changed during the run"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -184,7 +189,7 @@ def test_read_only_output_at_publication_keeps_the_metrics(tmp_path, client, sys
 
     monkeypatch.setattr(sdc_tasks.outputs.os, "rename", read_only)
     with pytest.raises(InputError, match="cannot publish output .*Read-only file system") as caught:
-        run_with(tmp_path, client)
+        run_with(tmp_path, client, IL_ONLY)
     assert "IL" in kept_metrics_of(str(caught.value))
     assert left_beside(tmp_path / "release") == []
 
@@ -197,7 +202,7 @@ def test_output_removed_by_someone_else_before_publication(tmp_path, client, sys
 
     with pytest.raises(InputError, match=f"cannot write the release to {tmp_path / 'release'}: No such file") \
             as caught:
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert "IL" in kept_metrics_of(str(caught.value))
     assert left_beside(tmp_path / "release") == []
 
@@ -362,7 +367,16 @@ def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_
     assert left_beside(tmp_path / "release") == []
 
 
-def test_cli_input_changed_exits_2_in_one_line(tmp_path):
+@pytest.fixture
+def session_api(prefect_harness) -> dict:
+    """The environment naming the session's Prefect test server (PREFECT_API_URL): a command given it starts no
+    temporary server of its own (that start is tested by test_interruption and test_killed_release)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {"PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def test_cli_input_changed_exits_2_in_one_line(tmp_path, session_api, dask_scheduler):
     hook = tmp_path / "sitecustomize.py"
     hook.write_text(
         "import pathlib, sdc_tasks.pipeline.stages as s\n"
@@ -372,7 +386,8 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path):
         "    path.write_bytes(path.read_bytes() + b'\\n')\n"
         "    return _write(spec, i, paths)\n"
         "s.write_stage = write_stage\n")
-    result = sdc("release", spec_file(tmp_path), env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    result = sdc("release", spec_file(tmp_path, **IL_ONLY), "--dask-address", dask_scheduler,
+                 env={"PYTHONPATH": f"{tmp_path}:{ROOT}", **session_api})
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: input changed during the run: {tmp_path / 'data' / 'census.csv'}; nothing was "
@@ -381,8 +396,8 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path):
     assert left_beside(tmp_path / "release") == []
 
 
-def test_cli_unreachable_dask_address_exits_2_in_one_line(tmp_path):
-    result = sdc("release", spec_file(tmp_path), "--dask-address", "tcp://127.0.0.1:1")
+def test_cli_unreachable_dask_address_exits_2_in_one_line(tmp_path, session_api):
+    result = sdc("release", spec_file(tmp_path), "--dask-address", "tcp://127.0.0.1:1", env=session_api)
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: could not connect to the Dask scheduler at "
