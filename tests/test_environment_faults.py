@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from distributed import Client, LocalCluster
+from processes import SOURCE_ROOT
 from typer.testing import CliRunner
 
 import sdc_tasks.outputs
@@ -33,8 +34,6 @@ from sdc_tasks.pipeline.gate import gate_checks
 from sdc_tasks.pipeline.run import LOG, Stages, released, run_release
 from sdc_tasks.pipeline.spec import load_spec
 from sdc_tasks.pipeline.stages import mask_stage
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -288,9 +287,11 @@ def test_scheduler_lost_mid_run_names_it_and_publishes_nothing(tmp_path, systmp)
 
 
 def sdc(*args, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
-    """Run the ``sdc`` command of this worktree (killed after ``timeout`` seconds)."""
+    """Run the ``sdc`` command of this session's code (killed after ``timeout`` seconds) in the system's temporary
+    directory (not a checkout, whose copy ``-m`` would import first)."""
     return subprocess.run([sys.executable, "-m", "sdc_tasks.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                          timeout=timeout, cwd=tempfile.gettempdir(),
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT), **(env or {})})
 
 
 def test_cli_evaluate_out_on_a_full_disk_exits_2_in_one_line(tmp_path, no_cluster, monkeypatch):
@@ -387,7 +388,7 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path, session_api, dask_sched
         "    return _write(spec, i, paths)\n"
         "s.write_stage = write_stage\n")
     result = sdc("release", spec_file(tmp_path, **IL_ONLY), "--dask-address", dask_scheduler,
-                 env={"PYTHONPATH": f"{tmp_path}:{ROOT}", **session_api})
+                 env={"PYTHONPATH": f"{tmp_path}:{SOURCE_ROOT}", **session_api})
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: input changed during the run: {tmp_path / 'data' / 'census.csv'}; nothing was "

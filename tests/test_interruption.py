@@ -25,6 +25,7 @@ import pandas as pd
 import psutil
 import pytest
 import yaml
+from processes import SOURCE_ROOT
 
 from sdc_tasks import outputs as O
 from sdc_tasks.generate import write_synthetic
@@ -33,7 +34,6 @@ VARIABLES = ["AFNLWGT", "AGI", "EMCONTRB", "FEDTAX", "PTOTVAL", "STATETAX", "TAX
              "PEARNVAL", "FICA", "WSALVAL", "ERNVAL"]
 DASK_LOCKS = {"global.lock", "purge.lock"}  # empty lock files Dask keeps in the temporary directory
 RELEASE_INPUTS = ("prefect-home", "spec.yaml")
-ROOT = Path(__file__).parents[1]
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def synthetic(records, tmp_path, monkeypatch):
     monkeypatch.setattr(tempfile, "tempdir", str(systmp))
     env = {k: v for k, v in os.environ.items() if k != "PREFECT_API_URL"}
     env.update(TMPDIR=str(systmp), PREFECT_HOME=str(tmp_path / "prefect-home"),
-               PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])))
+               PYTHONPATH=os.pathsep.join(filter(None, [str(SOURCE_ROOT), env.get("PYTHONPATH")])))
     return env, tmp_path
 
 

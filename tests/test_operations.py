@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from processes import SOURCE_ROOT
 from spec_files import demo_spec_file
 from typer.testing import CliRunner
 
@@ -21,7 +22,6 @@ import sdc_tasks.cluster
 from sdc_tasks.cli import app
 from sdc_tasks.generate import bundled_path
 
-ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
 
@@ -94,7 +94,7 @@ def test_a_refused_release_exits_3_with_its_checks_and_ends_as_refused_in_prefec
     from prefect.settings import PREFECT_API_URL
 
     spec = demo_spec_file(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0, "PLD": 0.5}})
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
+    env = {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
     for name in ("SDC_VERBOSE", "PREFECT_LOGGING_LEVEL"):  # the suite's conftest quiets Prefect's loggers
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-m", "sdc_tasks.cli", "release", str(spec)], env=env, cwd=tmp_path,
@@ -156,7 +156,7 @@ def test_help_and_validate_import_no_engine(tmp_path, args):
     probe = ("import sys\nfrom sdc_tasks.cli import main\nsys.argv = ['sdc', *sys.argv[1:]]\ntry:\n    main()\n"
              f"except SystemExit:\n    pass\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT)})
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 
 
