@@ -124,19 +124,19 @@ ONE_CONFIGURATION = {"name": "one", "seed": 5, "families": [
     {"label": "Rank", "method": "rankswap", "sweep": {"param": "p", "values": [15], "label_format": "02d"}}]}
 
 
-def test_a_comparison_with_nothing_within_its_limits_is_refused_not_crashed(prefect_harness, tmp_path):
+def test_a_comparison_with_nothing_within_its_limits_is_refused_not_crashed(prefect_harness, tmp_path, dask_scheduler):
     from flows.compare import compare
 
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump(ONE_CONFIGURATION))
     cli = invoke("compare", "--input", bundled_path("census.csv"), "--grid", grid, "--out", tmp_path / "cli",
-                 "--max", "DLD=0", "--best-spec", tmp_path / "cli.yaml", "--workers", 1)
+                 "--max", "DLD=0", "--best-spec", tmp_path / "cli.yaml", "--dask-address", dask_scheduler)
     assert cli.exit_code == 3, cli.output
     assert cli.output.strip().splitlines()[-1] == "error: no configuration of one meets DLD <= 0"
     assert (tmp_path / "cli" / "ranking.csv").is_file() and not (tmp_path / "cli.yaml").exists()
 
     state = compare(str(bundled_path("census.csv")), str(tmp_path / "flow"), grid=str(grid), limits=["DLD=0"],
-                    best_spec=str(tmp_path / "flow.yaml"), workers=1, return_state=True)
+                    best_spec=str(tmp_path / "flow.yaml"), dask_address=dask_scheduler, return_state=True)
     assert state.is_failed() and state.name == "Refused"
     assert state.message == "no configuration of one meets DLD <= 0"
     assert (tmp_path / "flow" / "ranking.csv").is_file() and not (tmp_path / "flow.yaml").exists()
