@@ -14,7 +14,7 @@ import contextlib
 import dataclasses
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dask.dataframe as dd
 import pandas as pd
@@ -24,6 +24,7 @@ from sdc_tasks import scheduling
 from sdc_tasks.arguments import (
     PathLike,
     as_given,
+    check_household_roles,
     check_kind,
     check_roles,
     checked_orders,
@@ -36,21 +37,23 @@ from sdc_tasks.arguments import (
     source_of,
     write_single_file,
 )
-from sdc_tasks.comparison.outputs import comparison
-from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
 from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
-from sdc_tasks.pipeline.summary import ReleaseSummary
 from sdc_tasks.results import Metrics
-from sdc_tasks.validation import fewest_records, load_checked, numeric_columns
+from sdc_tasks.validation import check_households, fewest_records, load_checked, numeric_columns
+
+if TYPE_CHECKING:
+    from sdc_tasks.comparison.run import Grid
+    from sdc_tasks.pipeline.summary import ReleaseSummary
 
 Data = pd.DataFrame | dd.DataFrame | PathLike
 
@@ -60,23 +63,27 @@ class MaskResult:
     """What :func:`masked` did: the masked data (the kind :func:`mask` returns), the number of blocks or scopes
     the method ran in, what became of each column (``{"AGI": "masked", "REGION": "passed_through",
     "record_id": "id"}``) and, for postmask and synthetic_postmask, what the step reached (E before and after,
-    TargetE, IL1 ratio, tries, whether TargetE was met: ``sdc_tasks.masking.postmask_outcome``)."""
+    TargetE, IL1 ratio, tries, whether TargetE was met: ``sdc_tasks.masking.postmask_outcome``; for local
+    suppression with household-level variables, the extra suppressions: ``sdc_tasks.masking.household_outcome``)."""
 
     data: pd.DataFrame | dd.DataFrame | Path
     blocks: int
     columns: dict[str, str]
-    outcome: PostMaskOutcome | None = None
+    outcome: PostMaskOutcome | HouseholdOutcome | None = None
 
 
 def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,
            seed: int = 0, strata: str | None = None, id_column: str = "record_id", original: Data | None = None,
            ordinal: Mapping[str, Sequence] | None = None, out: PathLike | None = None, overwrite: bool = False,
-           client: Any = None, workers: int | None = None) -> MaskResult:
+           client: Any = None, workers: int | None = None, household: str | None = None,
+           household_vars: str | Sequence[str] | None = None) -> MaskResult:
     """:func:`mask` with the method's parameters as one mapping, and what it did: the number of blocks the
     method ran in and the role of every column (``sdc mask`` reports both)."""
     params = checked_params(method, dict(params))
     variables = column_names(vars) or ruled_variables(params)
+    homes = column_names(household_vars) or []
     check_roles(method, variables, id_column, strata, original)
+    check_household_roles(method, params, household, homes, variables, id_column, strata)
     orders = checked_orders(ordinal)
     check_kind(data, "data")
     if is_path(data) and out is None:
@@ -93,12 +100,17 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             scheduling.scheduled([] if lazy else [data, original], client, workers):
         variables = variables or numeric_columns(source, [id_column, strata], what)
         numeric, named = ([], variables) if categorical else (variables, [])
-        frame, _ = load_checked(source, id_column, numeric, what, required=named, strata=strata,
+        frame, _ = load_checked(source, id_column, numeric, what, required=[*named, *filter(None, [household]), *homes],
+                                strata=strata,
                                 group_sizes=[fewest_records(method, params, f"parameter '{{}}' of {method}", method)])
+        if household is not None:
+            masks_homes = any(v in homes for v in variables)
+            check_households(frame, household, homes, what, strata=strata if masks_homes else None)
         reference = frame if original_source is None else \
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
-            seed, 0, id_column, strata, reference=reference, category_orders=orders))
+            seed, 0, id_column, strata, reference=reference, category_orders=orders, household=household,
+            household_variables=tuple(homes)))
         if target is not None and is_single_file(out):
             write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:
@@ -118,7 +130,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
 def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, seed: int = 0,
          strata: str | None = None, id_column: str = "record_id", original: Data | None = None,
          ordinal: Mapping[str, Sequence] | None = None, out: PathLike | None = None, overwrite: bool = False,
-         client: Any = None, workers: int | None = None, **params: Any) -> pd.DataFrame | dd.DataFrame | Path:
+         client: Any = None, workers: int | None = None, household: str | None = None,
+         household_vars: str | Sequence[str] | None = None, **params: Any) -> pd.DataFrame | dd.DataFrame | Path:
     """Mask the variables of a file or DataFrame with one method of the registry, as ``sdc mask`` does.
 
     Microaggregation follows statistical_databases_survey.txt (Microaggregation) and the chapter's MicIR,
@@ -153,6 +166,12 @@ def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, se
     client, workers : distributed.Client, int, optional
         Where the graphs run: on this client, or on a LocalCluster of this many worker processes started for
         the call; default the active client, else threads in this process (:mod:`sdc_tasks.scheduling`).
+    household : str, optional
+        The household id column: the categorical methods mask the ``household_vars`` once per household, every
+        member getting the same result (docs/categorical.md, "Households").
+    household_vars : str or list of str, optional
+        The household-level variables (checked to be the same for every member of a household); needs
+        ``household``.
     **params
         The method's parameters, e.g. ``k=3`` for MDAV or ``p=15`` for rank swapping.
 
@@ -188,7 +207,7 @@ def mask(data: Data, method: str, *, vars: str | Sequence[str] | None = None, se
     """
     return masked(data, method, params, vars=vars, seed=seed, strata=strata, id_column=id_column,
                   original=original, ordinal=ordinal, out=out, overwrite=overwrite, client=client,
-                  workers=workers).data
+                  workers=workers, household=household, household_vars=household_vars).data
 
 
 def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None = None,
@@ -399,6 +418,9 @@ def compare(data: Data, grid: Grid | Mapping[str, Any] | PathLike | None = None,
 
     docs/references.md gives the full references; docs/comparison.md the grids and the ranking.
     """
+    from sdc_tasks.comparison.outputs import comparison  # on use: it draws with matplotlib
+    from sdc_tasks.comparison.run import Grid, load_grid, parse_grid, parse_limits
+
     check_kind(data, "data")
     chosen = grid if isinstance(grid, Grid) else parse_grid(dict(grid)) if isinstance(grid, Mapping) else \
         load_grid(grid)

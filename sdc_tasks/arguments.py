@@ -16,7 +16,7 @@ import pandas as pd
 from sdc_tasks.errors import InputError
 from sdc_tasks.files import STATISTICAL_FORMATS, input_format
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS
-from sdc_tasks.masking.registry import METHODS, validate_params
+from sdc_tasks.masking.registry import METHODS, household_suppression_error, validate_params
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
 from sdc_tasks.reserved import reserved_role
 
@@ -109,6 +109,22 @@ def check_roles(method: str, variables: list[str] | None, id_column: str, strata
         raise InputError(f"--vars names the id column {id_column!r} (--id-col): ids are not masked")
     if strata is not None and strata in (variables or []):
         raise InputError(f"--strata {strata!r} is also named in --vars: the strata column is not masked")
+
+
+def check_household_roles(method: str, params: dict[str, Any], household: str | None, homes: list[str],
+                          variables: list[str] | None, id_column: str, strata: str | None) -> None:
+    """Raise InputError when household-level variables come without a household id column, the household id is
+    the id or strata column or one of the variables masked, or the method cannot mask the household-level ones
+    among its variables once per household (``registry.household_suppression_error``)."""
+    reason = household_suppression_error(method, params, [v for v in variables or [] if v in homes])
+    if reason:
+        raise InputError(f"parameter 'missing' of {method}: {reason}")
+    if homes and household is None:
+        raise InputError("--household-vars (household_vars=) needs the household id column: name it with "
+                         "--household (household=)")
+    if household is not None and household in {id_column, strata, *(variables or [])}:
+        raise InputError(f"--household {household!r} names the id, strata or a masked column: the household id is "
+                         "never masked")
 
 
 SINGLE_FILE_SUFFIXES = (".csv", ".sav", ".zsav", ".dta", ".xpt")

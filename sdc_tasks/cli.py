@@ -29,6 +29,9 @@ TLS_CA_FILE = typer.Option(None, help="CA certificate (PEM) that signed the cert
                            "--dask-address")
 TLS_CERT = typer.Option(None, help="client certificate (PEM) for a tls:// --dask-address")
 TLS_KEY = typer.Option(None, help="client private key (PEM) for a tls:// --dask-address")
+AUTO_WORKERS = typer.Option(None, help="Dask worker processes of a LocalCluster for this command (default: none for "
+                            "inputs up to 256 MiB, which run on threads in this process and answer in seconds; "
+                            "above that a LocalCluster of one worker per core)")
 
 
 def _version(value: bool) -> None:
@@ -162,6 +165,18 @@ def _progress(stage: str) -> Iterator[None]:
         yield
 
 
+def _command_cluster(address: Optional[str], workers: Optional[int],
+                     tls: TlsFiles) -> contextlib.AbstractContextManager:
+    """The Dask client a command starts: the scheduler at ``address`` or a LocalCluster of ``workers`` processes
+    when either is given (``cluster.dask_client``); else none, and the library call inside picks by the inputs'
+    size (``scheduling.scheduled``: threads in this process for small files, a LocalCluster for large ones)."""
+    if address is None and workers is None:
+        return contextlib.nullcontext()
+    from sdc_tasks.cluster import dask_client
+
+    return dask_client(address, workers or 2, tls=tls)
+
+
 def _split(csv: Optional[str]) -> Optional[list[str]]:
     """'a,b,c' -> ['a', 'b', 'c']; None stays None."""
     return [s.strip() for s in csv.split(",") if s.strip()] if csv else None
@@ -287,20 +302,19 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                                              "docs/postmask.md)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  overwrite: bool = typer.Option(False, help="replace an existing --out file"),
-                 workers: int = typer.Option(2, help="Dask workers"),
+                 workers: Optional[int] = AUTO_WORKERS,
                  dask_address: Optional[str] = typer.Option(None, help="attach to this Dask scheduler"),
                  tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
                  tls_key: Optional[str] = TLS_KEY) -> None:
     """Evaluate information loss and disclosure risk of any masked file against its original."""
     from sdc_tasks.api import evaluate
-    from sdc_tasks.cluster import dask_client
 
     _library_lines()
 
     writer = atomic_output_file(out, overwrite, inputs=[original, masked, reference]) if out else \
         contextlib.nullcontext()
     with _reported("evaluate"), writer as tmp_file, _progress("evaluate"), \
-            dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
+            _command_cluster(dask_address, workers, TlsFiles(tls_ca_file, tls_cert, tls_key)):
         metrics = evaluate(original, masked, vars=_split(vars), key_vars=_split(key_vars),
                            families=_split(families) or (), id_column=id_col, pairing=pairing,
                            categorical=_split(categorical), ordinal=_orders(ordinal), weight=weight,
@@ -332,7 +346,11 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPS
                                             "it)"),
              original: Optional[Path] = typer.Option(None, help="the original records (same ids) that rescale and "
                                                      "postmask move the masked input toward; required by them"),
-             workers: int = typer.Option(2, help="Dask workers")) -> None:
+             household: Optional[str] = typer.Option(None, help="household id column: categorical methods mask "
+                                                     "the --household-vars once per household"),
+             household_vars: Optional[str] = typer.Option(None, help="household-level variables, comma-separated "
+                                                          "(the same for every member of a household)"),
+             workers: Optional[int] = AUTO_WORKERS) -> None:
     """Apply one masking method to a file and write the masked file."""
     from sdc_tasks.api import masked
     from sdc_tasks.masking.registry import parse_category_orders, parse_cli_params
@@ -342,7 +360,8 @@ def mask_cmd(input: Path = typer.Option(..., help="input file (CSV, Parquet, SPS
     with _reported("mask"), _progress(f"mask ({method})"):
         result = masked(input, method, parse_cli_params(param), vars=_split(vars), seed=seed, strata=strata,
                         id_column=id_col, original=original, ordinal=parse_category_orders(ordinal), out=out,
-                        overwrite=overwrite, workers=workers)
+                        overwrite=overwrite, workers=workers, household=household,
+                        household_vars=_split(household_vars))
     typer.echo(f"wrote {out} ({method}, {result.blocks} blocks)")
     typer.echo(_accounting_line(result.columns))
     if result.outcome is not None:

@@ -20,6 +20,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable, Iterator, Protocol, TextIO
 
+from dask.callbacks import Callback
 from distributed import Client
 from distributed.diagnostics.plugin import SchedulerPlugin
 
@@ -263,3 +264,40 @@ def counting(client: Client) -> Iterator[None]:
         with contextlib.suppress(Exception):  # the scheduler may be gone already (a lost cluster is reported apart)
             client.unsubscribe_topic(plugin.name)
             client.unregister_scheduler_plugin(plugin.name)
+
+
+class _LocalTaskCounter(Callback):
+    """Dask local-scheduler callback: the tasks of every graph run on threads in this process (submitted when its
+    graph starts, done as each ends), for a tracker, as one more client's counts."""
+
+    def __init__(self, tracker: _Tracker):
+        super().__init__()
+        self.tracker = tracker
+        self.done = self.total = 0
+        self.lock = threading.Lock()
+
+    def _start_state(self, dsk, state) -> None:
+        """Count the tasks a graph will run."""
+        with self.lock:
+            self.total += len(state["ready"]) + len(state["waiting"])
+            self.tracker.counted(LOCAL_TASKS, self.done, self.total)
+
+    def _posttask(self, key, result, dsk, state, worker_id) -> None:
+        """Count a task that has ended."""
+        with self.lock:
+            self.done += 1
+            self.tracker.counted(LOCAL_TASKS, self.done, self.total)
+
+
+LOCAL_TASKS = "threads-of-this-process"
+
+
+@contextlib.contextmanager
+def counting_local() -> Iterator[None]:
+    """For the block, count the tasks Dask's threaded scheduler runs in this process for the innermost
+    :func:`tracking` (nothing without one)."""
+    if not _ACTIVE:
+        yield
+        return
+    with _LocalTaskCounter(_ACTIVE[-1]):
+        yield

@@ -17,6 +17,7 @@ PATTERN_COL = "__code"  # categorical linkage: the agreement pattern of a candid
 SCOPE_COL = "__scope"  # rank fold: the code of the record's stratum
 VALUE_COL = "__value"  # rank fold: the value of the variable being folded
 RANGE_COL = "__range"  # rank fold: the partition a record moves to (rank-ordered, or back to the input's)
+HOUSEHOLD_EXTRA_COL = "__household_extra"  # household suppression: values a record lost because a member lost them
 DASK_PREFIX = "_partitions"  # Dask's shuffle adds _partitions (and _partitions_0) to the shuffled frame
 
 RESERVED_NAMES = (BLOCK_COL, POS_COL, SUPPRESS_COL)

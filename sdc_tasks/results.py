@@ -15,7 +15,6 @@ import pandas as pd
 
 from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
 from sdc_tasks.report.document import HEADLINE_CSS
-from sdc_tasks.report.figures import new_figure, panel_grid
 from sdc_tasks.report.headline import headline_html, key_numbers, metrics_headline
 
 if TYPE_CHECKING:
@@ -125,6 +124,8 @@ class Metrics(Mapping[str, Any]):
 
         ``original`` and ``masked``: pandas or Dask DataFrames (the columns plotted are computed) or paths;
         ``vars``: default the numeric columns of ``original`` that ``masked`` has, but ``id_column``."""
+        from sdc_tasks.report.figures import new_figure, panel_grid
+
         frames = [_table(d) for d in (original, masked)]
         names = [vars] if isinstance(vars, str) else list(vars) if vars else [
             c for c in frames[0].columns if c != id_column and c in frames[1].columns

@@ -17,7 +17,7 @@ import dask.dataframe as dd
 import pandas as pd
 from distributed import Client, LocalCluster
 
-from sdc_tasks import cluster
+from sdc_tasks import cluster, progress
 
 LARGE_INPUT_BYTES = 256 * 2**20
 """Inputs (file bytes on disk, or the estimated memory of a Dask DataFrame) above this run on a LocalCluster."""
@@ -71,7 +71,7 @@ def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None)
         with cluster.dask_client(None, os.cpu_count() or 1):
             yield
     else:
-        with dask.config.set(scheduler="threads"):
+        with dask.config.set(scheduler="threads"), progress.counting_local():
             yield
 
 

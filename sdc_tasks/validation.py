@@ -289,16 +289,23 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
                      "write it with one type throughout")
 
 
-def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str) -> None:
-    """Raise InputError naming the household id column when records lack it (how many), or a household-level
-    variable that takes more than one value within some households (how many households, never which values)."""
+def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str,
+                     strata: str | None = None) -> None:
+    """Raise InputError naming the household id column when records lack it (how many), a household-level
+    variable that takes more than one value within some households (how many households, never which values),
+    or the ``strata`` column when it does (given when the steps mask household-level variables: their plans are
+    per stratum, so a household must lie in one)."""
+    checked = [*variables, *([strata] if strata else [])]
     missing = ddf[household].isna().sum()
-    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in variables]
+    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in checked]
     counts = dask.compute(missing, *varying)
     if counts[0]:
         raise InputError(f"{what}: household id column {household!r} is missing in {int(counts[0])} records: every "
                          "person needs a household")
-    for v, broken in zip(variables, counts[1:]):
+    for v, broken in zip(checked, counts[1:]):
+        if broken and v == strata:
+            raise InputError(f"{what}: strata column {v!r} differs between the members of {int(broken)} households: "
+                             "household-level variables are masked once per household, within one stratum")
         if broken:
             raise InputError(f"{what}: household-level variable {v!r} differs between the members of "
                              f"{int(broken)} households (households.variables must be the same for every member)")

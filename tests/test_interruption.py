@@ -134,17 +134,18 @@ def _files(root: Path) -> list[str]:
 
 
 def _check_clean_end(code: int, stderr: str, took: float, started: set[int], out: Path, expected: int,
-                     command: str = "release", beside: tuple[str, ...] = ("spec.yaml",)) -> None:
+                     command: str = "release", beside: tuple[str, ...] = ("spec.yaml",),
+                     processes: bool = True) -> None:
     """The interrupted run's properties: its exit status, one ``interrupted:`` line naming ``command`` and no
-    traceback, no process left, nothing beside the output but the run's inputs (``beside``: those besides the data),
-    nothing in the scratch root and no file in the temporary directory."""
+    traceback, no process left (``processes``: it had started some), nothing beside the output but the run's inputs
+    (``beside``: those besides the data), nothing in the scratch root and no file in the temporary directory."""
     assert code == expected, stderr[-3000:]
     assert took < 30
     assert [line for line in stderr.splitlines() if line.startswith(("interrupted:", "error:"))] == \
         [stderr.strip().splitlines()[-1]]
     assert stderr.strip().splitlines()[-1].startswith(f"interrupted: {command} stopped by SIG")
     assert "Traceback" not in stderr
-    assert started and _running(started) == []
+    assert (bool(started) or not processes) and _running(started) == []
     assert sorted(p.name for p in out.parent.iterdir()) == sorted(["data", "systmp", *beside]), "left beside"
     assert list(O.scratch_root().iterdir()) == []
     systmp = out.parent / "systmp"
@@ -203,10 +204,11 @@ def command_of(name: str, tmp_path: Path) -> tuple[list[str], tuple[str, ...]]:
     data, out = tmp_path / "data", tmp_path / "out"
     if name == "mask":
         return sdc("mask", "--input", data, "--method", "md", "--param", "k=7", "--param", "group_size=3", "--param",
-                   "block_size=6000", "--out", out), ()
+                   "block_size=6000", "--out", out, "--workers", 2), ()
     if name == "evaluate":
         masked = _noisy_copy(data, tmp_path / "masked.parquet")
-        return sdc("evaluate", "--original", data, "--masked", masked, "--out", out), ("masked.parquet",)
+        return sdc("evaluate", "--original", data, "--masked", masked, "--out", out, "--workers", 2), \
+            ("masked.parquet",)
     (tmp_path / "grid.yaml").write_text(yaml.safe_dump({"families": [
         {"label": "Mic", "method": "md", "params": {"group_size": 3, "block_size": 6000},
          "sweep": {"param": "k", "values": [5, 7]}}]}))
@@ -227,6 +229,18 @@ def test_an_interrupted_command_stops_cleanly(synthetic, name, sig, to_group):
     code, stderr, took, started = _interrupted_run(command, env, tmp_path,
                                                    lambda: _workers_started(tmp_path / "systmp"), sig, to_group)
     _check_clean_end(code, stderr, took, started, tmp_path / "out", 128 + sig, command=name, beside=inputs)
+
+
+def test_a_command_on_threads_of_its_own_process_stops_cleanly(synthetic):
+    """Without --workers a small file is masked on threads of the command's own process: Ctrl-C ends it the same
+    way, with no output, hidden directory or scratch left."""
+    env, tmp_path = synthetic
+    command, inputs = command_of("mask", tmp_path)
+    command = command[:command.index("--workers")]
+    code, stderr, took, started = _interrupted_run(command, env, tmp_path,
+                                                   lambda: any(tmp_path.glob(".out.tmp.*")), signal.SIGINT, True)
+    _check_clean_end(code, stderr, took, started, tmp_path / "out", 128 + signal.SIGINT, command="mask",
+                     beside=inputs, processes=False)
 
 
 # ---- Ctrl-C while the cluster starts; workers never take the terminal's Ctrl-C themselves ----

@@ -211,5 +211,6 @@ def suppression_counts(params: dict) -> str:
     return "first_records" if params["missing"] == "any" else "combinations"
 
 
-local_suppression = CategoryMethod(suppression_counts, suppression_plan, suppressed, masked_dtype=nullable_dtype)
+local_suppression = CategoryMethod(suppression_counts, suppression_plan, suppressed, masked_dtype=nullable_dtype,
+                                   suppresses=True)
 recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)

@@ -37,9 +37,11 @@ FOLD_MIN_RECORDS = 2_000_000  # a column kernel with a fold runs as one: from th
 @dataclass(frozen=True)
 class StepContext:
     """What a step needs besides its parameters: seed, step number, id column, strata column, the
-    release's original records (``reference``, a Dask collection) for steps that restore its statistics, and
+    release's original records (``reference``, a Dask collection) for steps that restore its statistics,
     the declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None
-    for the sorted observed values)."""
+    for the sorted observed values), and the household id column with the household-level variables, which
+    categorical methods mask once per household (``household``, ``household_variables``;
+    ``sdc_tasks.masking.households``)."""
 
     seed: int
     step: int
@@ -47,6 +49,8 @@ class StepContext:
     strata: str | None = None
     reference: Any = None
     category_orders: dict = field(default_factory=dict)
+    household: str | None = None
+    household_variables: tuple[str, ...] = ()
 
 
 @dataclass
@@ -272,12 +276,14 @@ class CategoryMethod:
     makes a scope's plan from its counts, the parameters and the declared category orders; ``mask`` masks a
     scope's records of one partition (their positions in column ``_pos``) with it; ``masked_dtype``: the dtype a
     masked column takes given its input's, the variable and the parameters (None: the input's; e.g. a nullable
-    one where values may become missing, text for labels)."""
+    one where values may become missing, text for labels); ``suppresses``: a method that sets values missing
+    (local suppression), whose household-level variables a household loses together (``masking.households``)."""
 
     counts: str | Callable[[dict], str]
     plan: Callable[[Any, dict, dict], Any]
     mask: Callable[[pd.DataFrame, list[str], Any, dict], pd.DataFrame]
     masked_dtype: Callable[[Any, str, dict], Any] | None = None
+    suppresses: bool = False
 
 
 @dataclass(frozen=True)
@@ -403,11 +409,14 @@ def _scope_counts(tables: list[pd.DataFrame], variables: list[str], counts: str,
 
 def _first_records_scopes(ddf: dd.DataFrame, variables: list[str], strata: str | None, k: int) -> dict:
     """Per stratum label, the key values and positions of the first k records of each combination of
-    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination)."""
+    ``variables`` (suppression.first_records, merged over the partitions; at most k rows per combination). The
+    offsets are those of the column subset's own partitions: Dask's Parquet reader may fuse the partitions of a
+    few columns, and a record's position is the same over any partitioning of the file."""
     lead = [strata] if strata else []
-    offsets = B.offsets_of(B.partition_lengths(ddf))
+    columns = ddf[lead + variables]
+    offsets = B.offsets_of(B.partition_lengths(columns))
     parts = [dask.delayed(first_records)(part, lead + variables, k, int(offsets[i]))
-             for i, part in enumerate(ddf[lead + variables].to_delayed())]
+             for i, part in enumerate(columns.to_delayed())]
     table = dask.delayed(merge_first_records)(parts, lead + variables, k).compute()
     if strata is None:
         return {None: table}
@@ -415,7 +424,7 @@ def _first_records_scopes(ddf: dd.DataFrame, variables: list[str], strata: str |
             for label, rows in table.groupby(strata, sort=True, observed=True)}
 
 
-def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], strata: str | None,
+def mask_categories(part: pd.DataFrame, offset: int, variables: list[str], strata: str | None,
                      method: CategoryMethod, plans: dict, keys: dict, meta: pd.DataFrame) -> pd.DataFrame:
     """A categorical method on one partition: the records of each stratum masked by that stratum's plan."""
     part = part.reset_index(drop=True)
@@ -430,25 +439,38 @@ def _mask_categories(part: pd.DataFrame, offset: int, variables: list[str], stra
     return out[meta.columns].astype(meta.dtypes.to_dict()).reset_index(drop=True)
 
 
-def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
-                     method: CategoryMethod) -> dd.DataFrame:
-    """A categorical method over every partition (aligned with the input): exact counts per stratum by one
-    tree reduction, a small plan per stratum made on the client, then each partition's records mapped by
-    it. Masked columns keep their dtype (a nullable one when values may become missing)."""
+def category_plans(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                   method: CategoryMethod) -> tuple[dict, dict, pd.DataFrame]:
+    """A categorical method's plan per stratum label from exact counts (one tree reduction; category frequencies of
+    a household-level variable count households), the keys its mask gets (seed, step, id column, household id
+    column and the household-level variables among ``variables``) and the mask stage's empty frame (``_pos`` and
+    the variables in their masked dtypes)."""
     kind = method.counts(params) if callable(method.counts) else method.counts
+    homes = [v for v in variables if v in ctx.household_variables]
     if kind == "first_records":
         scopes = _first_records_scopes(ddf, variables, ctx.strata, params["k"])
     else:
         groupings = [variables] if kind == "combinations" else [[v] for v in variables]
-        tables = frequency_tables(ddf, groupings, ctx.strata, dropna=kind == "values")
+        units = [ctx.household if kind == "values" and g[0] in homes else None for g in groupings]
+        tables = frequency_tables(ddf, groupings, ctx.strata, dropna=kind == "values", units=units)
         scopes = _scope_counts(tables, variables, kind, ctx.strata)
     plans = {label: method.plan(counts, params, ctx.category_orders) for label, counts in scopes.items()}
-    keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column}
+    keys = {"seed": ctx.seed, "step": ctx.step, "id_column": ctx.id_column, "household": ctx.household,
+            "household_variables": homes}
     dtypes = {v: ddf._meta[v].dtype if method.masked_dtype is None
               else method.masked_dtype(ddf._meta[v].dtype, v, params) for v in variables}
     meta = pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype=t) for v, t in dtypes.items()}})
+    return plans, keys, meta
+
+
+def category_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
+                     method: CategoryMethod) -> dd.DataFrame:
+    """A categorical method over every partition (aligned with the input): exact counts per stratum by one
+    tree reduction, a small plan per stratum made on the client (:func:`category_plans`), then each partition's
+    records mapped by it. Masked columns keep their dtype (a nullable one when values may become missing)."""
+    plans, keys, meta = category_plans(ddf, variables, params, ctx, method)
     offsets = B.offsets_of(B.partition_lengths(ddf))
-    pieces = [dask.delayed(_mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)
+    pieces = [dask.delayed(mask_categories)(part, int(offsets[i]), variables, ctx.strata, method, plans, keys, meta)
               for i, part in enumerate(ddf.to_delayed())]
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)
 

@@ -27,6 +27,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 
+from sdc_tasks.masking.households import draw_keys
 from sdc_tasks.masking.suppression import suppression_plan_any
 from sdc_tasks.record_random import record_uniforms
 from sdc_tasks.reserved import COUNT_COL, POS_COL, SUPPRESS_COL
@@ -308,16 +309,18 @@ def pram_plan(counts: dict[str, pd.Series], params: dict, orders: dict) -> dict:
 
 def prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) -> pd.DataFrame:
     """Each variable's categories drawn from their PRAM matrix rows; the uniform of a record is keyed by
-    (seed, step, variable, record id), so a record gets the same draw in any partition."""
+    (seed, step, variable, record id), so a record gets the same draw in any partition, or for a household-level
+    variable by (seed, step, variable, household id), so all members of a household get the same draw
+    (households.draw_keys)."""
     out = {}
-    ids = rows[keys["id_column"]].to_numpy()
     for v in variables:
         categories, matrix = plan[v]
         known = rows[v].notna().to_numpy()
         codes = categories.get_indexer(rows[v][known])
         if (codes < 0).any():
             raise RuntimeError(f"pram: variable {v!r} holds a category its frequencies did not count")
-        u = record_uniforms(keys["seed"], keys["step"], ids[known], 1, stream=v)[:, 0]
+        ids, stream = draw_keys(rows[known], v, keys)
+        u = record_uniforms(keys["seed"], keys["step"], ids, 1, stream=stream)[:, 0]
         column = rows[v].copy()
         column[known] = categories.take(pram_draws(codes, matrix, u)).to_numpy()
         out[v] = column

@@ -30,7 +30,6 @@ import math
 import warnings
 
 import numpy as np
-from scipy import stats
 
 from sdc_tasks.masking.checks import finite_array
 
@@ -53,9 +52,17 @@ def fitting_sample(values: np.ndarray, limit: int = MAX_FIT_VALUES) -> np.ndarra
     return ordered[np.round(np.linspace(0, ordered.shape[0] - 1, limit)).astype(np.int64)]
 
 
+def _scipy_stats(name: str):
+    """``scipy.stats.<name>``, a distribution family or a test (scipy.stats imported on first use: a process that
+    masks by other methods does not load it)."""
+    from scipy import stats
+
+    return getattr(stats, name)
+
+
 def _fit_one(name: str, sample: np.ndarray, loc0: float) -> tuple[float, ...] | None:
     """MLE fit of one candidate (fixed loc for the non-negative families); None if it fails."""
-    dist = getattr(stats, name)
+    dist = _scipy_stats(name)
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -92,7 +99,7 @@ def fit_best_distribution(values: np.ndarray) -> tuple[str, tuple[float, ...], f
             continue
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            ks = float(stats.kstest(sample, getattr(stats, name)(*params).cdf).statistic)
+            ks = float(_scipy_stats("kstest")(sample, _scipy_stats(name)(*params).cdf).statistic)
         if math.isfinite(ks) and (best is None or ks < best[2]):
             best = (name, params, ks)
     if best is None:
@@ -126,7 +133,7 @@ def distribution_mask(
             return vals.copy()
         fit = fit_best_distribution(vals)
     name, params, _ = fit
-    draws = np.sort(np.asarray(getattr(stats, name).rvs(*params, size=n, random_state=rng), dtype=np.float64))
+    draws = np.sort(np.asarray(_scipy_stats(name).rvs(*params, size=n, random_state=rng), dtype=np.float64))
     out = np.empty(n, dtype=np.float64)
     out[np.lexsort((ties, vals))] = draws
     return out

@@ -13,10 +13,13 @@ import dask.dataframe as dd
 
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import apply as A
+from sdc_tasks.masking.household_outcome import HouseholdOutcome
+from sdc_tasks.masking.households import household_outcome, household_suppressed_records
 from sdc_tasks.masking.postmask_outcome import FIGURE_COLUMNS, PostMaskOutcome
 from sdc_tasks.masking.postmask_stage import blocked_records_with_figures, step_outcome
 from sdc_tasks.masking.registry import METHODS, Method
 from sdc_tasks.outputs import scratch_dir
+from sdc_tasks.reserved import HOUSEHOLD_EXTRA_COL
 from sdc_tasks.stats.moments import frame_moments
 
 
@@ -63,6 +66,8 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
     if row.shape == "column":
         return A.column_records(source, variables, params, ctx, kernel, row.fold_adapter())
     if row.shape == "categorical":
+        if kernel.suppresses and any(v in ctx.household_variables for v in variables):
+            return household_suppressed_records(source, variables, params, ctx, kernel)
         return A.category_records(source, variables, params, ctx, kernel)
     return A.record_records(source, variables, params, ctx, kernel,
                             _record_context(row, source, variables, params, ctx))
@@ -70,15 +75,22 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
 
 @dataclass
 class Applied(A.Staged):
-    """A step's restored output (``apply.Staged``) and, for a post-masking method, what it reached."""
+    """A step's restored output (``apply.Staged``) and, for a post-masking method, what it reached (for a
+    suppressing one with households, its extra suppressions)."""
 
-    outcome: PostMaskOutcome | None = None
+    outcome: PostMaskOutcome | HouseholdOutcome | None = None
 
 
-def outcome_for(method: str, params: dict[str, Any], masked_values: str | Path) -> PostMaskOutcome | None:
-    """What a post-masking step reached, from the block figures its mask stage wrote to ``masked_values``
-    (None for any other method)."""
-    if not METHODS[method].reports_outcome:
+def outcome_for(method: str, params: dict[str, Any],
+                masked_values: str | Path) -> PostMaskOutcome | HouseholdOutcome | None:
+    """What a post-masking step reached, from the block figures its mask stage wrote to ``masked_values``; for a
+    suppressing step that made households consistent, the extra suppressions (``masking.households``); None for
+    any other step."""
+    row = METHODS[method]
+    if row.shape == "categorical" and row.adapter().suppresses:
+        masked = read_table(masked_values, "parquet")
+        return household_outcome(method, masked) if HOUSEHOLD_EXTRA_COL in masked.columns else None
+    if not row.reports_outcome:
         return None
     figures = read_table(masked_values, "parquet")[list(FIGURE_COLUMNS.values())]
     first = FIGURE_COLUMNS["records"]

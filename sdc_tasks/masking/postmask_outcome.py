@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from sdc_tasks.masking.household_outcome import HouseholdOutcome
+
 FIGURES = ("records", "e_initial", "e_final", "il1_initial", "il1_final", "iterations")
 """The per-block figures: records of the block, E and IL1 before and after, perturbations tried."""
 FIGURE_COLUMNS = {name: f"__postmask_{name}" for name in FIGURES}
@@ -72,8 +74,11 @@ class PostMaskOutcome:
                 f"\"Reaching TargetE\"")
 
 
-def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome:
-    """A ``PostMaskOutcome`` from its ``as_dict``."""
+def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome | HouseholdOutcome:
+    """A step's outcome from its ``as_dict``: a ``PostMaskOutcome``, or a suppressing step's ``HouseholdOutcome``
+    (told by its ``extra_suppressions``)."""
+    if "extra_suppressions" in values:
+        return HouseholdOutcome(**values)
     return PostMaskOutcome(**values)
 
 
@@ -81,7 +86,8 @@ def outcome_metrics(steps) -> dict[str, Any]:
     """The ``postmask_*`` metrics.json keys of a release's steps (objects with an ``outcome`` attribute, a
     ``PostMaskOutcome.as_dict`` or None): those of its last post-masking step, with ``postmask_blocks_short``
     counted over every post-masking step (so a gate on it, docs/postmask.md, sees each); none without one."""
-    outcomes = [outcome_from_dict(s.outcome) for s in steps if s.outcome is not None]
+    outcomes = [o for o in (outcome_from_dict(s.outcome) for s in steps if s.outcome is not None)
+                if isinstance(o, PostMaskOutcome)]
     if not outcomes:
         return {}
     return {**outcomes[-1].metrics(), "postmask_blocks_short": sum(o.blocks - o.blocks_met for o in outcomes)}

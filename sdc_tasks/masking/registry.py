@@ -289,6 +289,17 @@ def ruled_variables(params: dict[str, Any]) -> list[str] | None:
     return list(rules) if isinstance(rules, dict) else None
 
 
+def household_suppression_error(method: str, params: dict[str, Any], homes: list[str]) -> str | None:
+    """Why a step may not mask the household-level variables ``homes`` (those among its variables) once per
+    household: local suppression with missing values as a category of their own, where suppressing a value for a
+    whole household can leave a member's former group below k; None when it may."""
+    if method == "local_suppression" and params.get("missing") == "category" and homes:
+        return (f"local_suppression with missing: category cannot suppress the household-level variable {homes[0]!r} "
+                "for whole households and stay k-anonymous (a missing value is then a category of its own); use "
+                "missing: any")
+    return None
+
+
 def is_categorical(method: str) -> bool:
     """Whether a registered method masks categorical variables."""
     return METHODS[method].kind == "categorical"

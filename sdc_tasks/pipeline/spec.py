@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 
 from sdc_tasks.errors import SpecError
 from sdc_tasks.files import input_format, yaml_document
-from sdc_tasks.masking.registry import METHODS, ruled_variables, validate_params
+from sdc_tasks.masking.registry import METHODS, household_suppression_error, ruled_variables, validate_params
 from sdc_tasks.metrics.catalogue import (
     CATEGORICAL_FAMILIES,
     DEFAULT_CATEGORICAL_FAMILIES,
@@ -186,7 +186,7 @@ class HouseholdSpec(_Strict):
     id: str = Field(description="household id column (it also has a role: pass_through, or drop to leave it out of "
                     "the release)")
     variables: list[str] = Field(default_factory=list, description="household-level categorical variables, "
-                                 "checked to be constant within each household")
+                                 "checked to be constant within each household and masked once per household")
 
 
 class ReleaseSpec(_Strict):
@@ -205,7 +205,8 @@ class ReleaseSpec(_Strict):
     seed: int = Field(default=0, ge=0)
     dask: DaskSpec = Field(default_factory=DaskSpec)
     households: HouseholdSpec | None = Field(default=None, description="household id and household-level "
-                                             "variables: household risk in cat_risk, constancy checked")
+                                             "variables: household risk in cat_risk, constancy checked, "
+                                             "household-level variables masked once per household")
     base_dir: str = Field(default=".", exclude=True, description="directory relative paths resolve against")
 
     @model_validator(mode="after")
@@ -240,8 +241,9 @@ class ReleaseSpec(_Strict):
         return self
 
     def _check_households(self) -> None:
-        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, or
-        a household-level variable is not categorical."""
+        """Raise ValueError naming the field when the household id has no role, is masked or is the id column, a
+        household-level variable is not categorical, or a step suppresses one with missing values as a category
+        (extra suppressions for whole households would break k-anonymity there)."""
         if self.households is None:
             return
         hid, roles = self.households.id, self.variables
@@ -253,6 +255,11 @@ class ReleaseSpec(_Strict):
         stray = [v for v in self.households.variables if v not in roles.categorical]
         if stray:
             raise ValueError(f"households.variables: {stray[0]!r} is not listed in variables.categorical")
+        for i, step in enumerate(self.steps):
+            homes = [v for v in self.step_variables(i) if v in self.households.variables]
+            reason = household_suppression_error(step.method, step.params, homes)
+            if reason:
+                raise ValueError(f"steps.{i}: {reason}")
 
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step

@@ -74,8 +74,10 @@ def validate_input(spec: ReleaseSpec, checkpoint: Path) -> dict:
     checked, facts = load_checked(spec.input_path, spec.id_column, numeric, what, spec.input.format, spec.create_id,
                                   named, roles.strata, group_sizes, source=source, checkpoint=checkpoint,
                                   weight=roles.weight)
-    if spec.households is not None:
-        check_households(checked, spec.households.id, spec.households.variables, what)
+    homes = spec.households
+    if homes is not None:
+        masked = any(v in homes.variables for i in range(len(spec.steps)) for v in spec.step_variables(i))
+        check_households(checked, homes.id, homes.variables, what, strata=roles.strata if masked else None)
     return facts
 
 
@@ -86,12 +88,22 @@ def original_records(spec: ReleaseSpec, checkpoint: Path) -> dd.DataFrame:
 
 def step_source(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dd.DataFrame:
     """The input of step ``i``: the original minus direct identifiers and dropped columns (first step) or the
-    previous step's output."""
+    previous step's output. A household id the release drops stays in the steps' inputs, which mask
+    household-level variables once per household; the last step's write leaves it out (:func:`unpublished`)."""
     if i > 0:
         return read_table(paths.output(i - 1, last=False), "parquet")
     ddf = original_records(spec, paths.checkpoint)
-    drop = [c for c in [*spec.variables.direct_identifiers, *spec.variables.drop] if c in ddf.columns]
+    drop = [c for c in [*spec.variables.direct_identifiers, *spec.variables.drop]
+            if c in ddf.columns and c not in unpublished(spec)]
     return ddf.drop(columns=drop) if drop else ddf
+
+
+def unpublished(spec: ReleaseSpec) -> list[str]:
+    """The working columns the steps carry that masked/ leaves out: the household id when the spec declares
+    households and drops it (its role is not pass_through)."""
+    if spec.households is None or spec.households.id in spec.variables.pass_through:
+        return []
+    return [spec.households.id]
 
 
 def uses_original(method: str) -> bool:
@@ -105,8 +117,10 @@ def _step_args(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> tuple[str, lis
     method that uses them)."""
     step = spec.steps[i]
     reference = step_source(spec, 0, paths) if uses_original(step.method) else None
+    homes = spec.households
     ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
-                      reference=reference, category_orders=dict(spec.variables.ordinal))
+                      reference=reference, category_orders=dict(spec.variables.ordinal),
+                      household=homes.id if homes else None, household_variables=tuple(homes.variables if homes else ()))
     return step.method, spec.step_variables(i), step.params, ctx
 
 
@@ -139,12 +153,14 @@ def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 
 def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'write': put step ``i``'s masked values back in input order and write the step's output (the last
-    step's: masked/)."""
+    step's: masked/, without the working columns of :func:`unpublished`)."""
     variables = spec.step_variables(i)
-    target = paths.output(i, last=i == len(spec.steps) - 1)
+    last = i == len(spec.steps) - 1
+    target = paths.output(i, last=last)
     masked = read_table(paths.work(i) / "masked-values", "parquet")
     staged = restore_order(step_source(spec, i, paths), masked, variables)
-    write_parquet(staged.frame, target)
+    hidden = unpublished(spec) if last else []
+    write_parquet(staged.frame.drop(columns=hidden) if hidden else staged.frame, target)
     return {"rows": int(sum(parquet_row_counts(target)))}
 
 

@@ -1,6 +1,9 @@
 """Reports: the document model and its Markdown and HTML renderers (document.py), the headline block
 (headline.py), the metric rows from the catalogue (metric_table.py), the pictures (figures.py, ru_map.py) and the
-release or evaluation report (release_report.py)."""
+release or evaluation report (release_report.py). The names of the modules that draw are imported on first use, so
+that the text parts (headline, tables) do not load matplotlib: a command that writes no picture starts faster."""
+
+import importlib
 
 from sdc_tasks.report.document import (
     Picture,
@@ -11,11 +14,16 @@ from sdc_tasks.report.document import (
     markdown_document,
     markdown_section,
 )
-from sdc_tasks.report.figures import png_bytes
 from sdc_tasks.report.headline import headline, headline_html, headline_markdown, metrics_headline, release_status
 from sdc_tasks.report.metric_table import metrics_table_rows
-from sdc_tasks.report.release_report import render_html, render_markdown, report_sections, ru_picture, write_report
-from sdc_tasks.report.ru_map import RU_MAP_NAME, gate_limits, pareto_front, ru_map_figure, ru_map_png
+
+DRAWING = {
+    **dict.fromkeys(["png_bytes"], "figures"),
+    **dict.fromkeys(["render_html", "render_markdown", "report_sections", "ru_picture", "write_report"],
+                    "release_report"),
+    **dict.fromkeys(["RU_MAP_NAME", "gate_limits", "pareto_front", "ru_map_figure", "ru_map_png"], "ru_map"),
+}
+"""The names this package exports from modules that import matplotlib, by module."""
 
 __all__ = [
     "RU_MAP_NAME",
@@ -43,3 +51,10 @@ __all__ = [
     "ru_picture",
     "write_report",
 ]
+
+
+def __getattr__(name: str):
+    """A name of :data:`DRAWING`, imported from its module on first use."""
+    if name not in DRAWING:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{DRAWING[name]}"), name)

@@ -16,15 +16,27 @@ def _tidy(counts: pd.Series, by: list[str]) -> pd.DataFrame:
 
 
 def frequency_tables(ddf: dd.DataFrame, groupings: list[list[str]], strata: str | None = None,
-                     dropna: bool = True) -> list[pd.DataFrame]:
+                     dropna: bool = True, units: list[str | None] | None = None) -> list[pd.DataFrame]:
     """For each list of columns, the number of records of each combination of their values (within each
     stratum when ``strata`` names a column: it leads the grouping), as a frame of those columns and
     ``count``; all tables in one computation, each a per-partition groupby merged by a tree reduction, so
     counts are exact for any partitioning. ``dropna``: leave out records with a missing value in the
-    grouping (True), or count missing as a value of its own (False)."""
+    grouping (True), or count missing as a value of its own (False). ``units``: per grouping, None to count
+    records, or a column whose distinct values are counted instead (a household id: households, each with one
+    combination of household-level values and one stratum)."""
     lead = [strata] if strata else []
-    graphs = [ddf[lead + cols].groupby(lead + cols, dropna=dropna, observed=True).size() for cols in groupings]
+    units = units or [None] * len(groupings)
+    graphs = [_counted(ddf, lead + cols, unit, dropna) for cols, unit in zip(groupings, units)]
     return [_tidy(counts, lead + cols) for counts, cols in zip(dask.compute(*graphs), groupings)]
+
+
+def _counted(ddf: dd.DataFrame, by: list[str], unit: str | None, dropna: bool):
+    """The lazy count of records (``unit`` None) or of distinct ``unit`` values per combination of ``by``; the
+    distinct pairs come from a hash shuffle over as many partitions as the file has."""
+    if unit is None:
+        return ddf[by].groupby(by, dropna=dropna, observed=True).size()
+    distinct = ddf[[*by, unit]].drop_duplicates(split_out=ddf.npartitions)
+    return distinct[by].groupby(by, dropna=dropna, observed=True).size()
 
 
 def scope_rows(table: pd.DataFrame, strata: str | None) -> dict:

@@ -1,0 +1,111 @@
+"""Small files as a user runs them: whole ``sdc mask`` processes on 1e5 Census-like records, beside the same
+command on a 2-worker LocalCluster (the old default, the baseline of this run) and beside sdcMicro's
+``microaggregation``/``rankSwap`` in whole ``Rscript`` processes when R and sdcMicro are installed.
+
+The records are the bundled Census file resampled with replacement and multiplied by 1 + N(0, 0.05) noise per
+value (seed 1), written as CSV. Methods: MDAV with k = 3 (sdcMicro ``microaggregation(method = "mdav",
+aggr = 3)``) and rank swapping with p = 15 (``rankSwap(P = 15)``). Wall seconds of each whole process, the best
+of ``--repeat`` runs, and its peak memory (max RSS of the process and its children).
+
+sdcMicro is looked for with ``Rscript`` on the PATH and the library in ``--r-lib`` (or $SDCMICRO_LIB) or R's
+own library paths; where it is missing the benchmark says so and prints the project's figures only.
+
+Usage: python benchmarks/small_files.py [--rows 100000] [--repeat 1] [--r-lib DIR]   (not a test)
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from sdc_tasks.datasets import load_census
+
+METHODS = {"mdav": (["--method", "mdav", "--param", "k=3"],
+                    'microaggregation(d, variables = names(d), method = "mdav", aggr = 3)$mx'),
+           "rankswap": (["--method", "rankswap", "--param", "p=15"],
+                        "rankSwap(d, variables = names(d), P = 15)")}
+
+
+def census_like(rows: int, path: Path, seed: int = 1) -> None:
+    """``rows`` Census records drawn with replacement, each value times 1 + N(0, 0.05), as CSV (no id column)."""
+    census = load_census().drop(columns="record_id", errors="ignore")
+    rng = np.random.default_rng(seed)
+    frame = census.iloc[rng.integers(0, len(census), rows)].reset_index(drop=True)
+    (frame * rng.normal(1.0, 0.05, frame.shape)).to_csv(path, index=False)
+
+
+def timed(command: list[str]) -> tuple[float, float]:
+    """Wall seconds and peak RSS (GiB) of one whole process (its children included); the command must succeed."""
+    start = time.perf_counter()
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    _, status, usage = os.wait4(proc.pid, 0)
+    wall = time.perf_counter() - start
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise SystemExit(f"failed: {' '.join(command)}\n{proc.stderr.read()[-2000:]}")
+    return wall, usage.ru_maxrss / 2**20
+
+
+def best(command: list[str], repeat: int) -> tuple[float, float]:
+    """The best wall time of ``repeat`` runs and the largest peak memory seen."""
+    runs = [timed(command) for _ in range(repeat)]
+    return min(r[0] for r in runs), max(r[1] for r in runs)
+
+
+def r_script(expression: str, data: Path, out: Path, r_lib: str | None) -> str:
+    """An R program that loads sdcMicro, reads ``data``, masks it with ``expression`` and writes ``out``."""
+    libs = f'.libPaths(c("{r_lib}", .libPaths()))\n' if r_lib else ""
+    return (f"{libs}suppressPackageStartupMessages(library(sdcMicro))\n"
+            f'd <- read.csv("{data}")\nm <- {expression}\nwrite.csv(m, "{out}", row.names = FALSE)\n')
+
+
+def sdcmicro_missing(r_lib: str | None) -> str | None:
+    """Why sdcMicro cannot be run here, or None when it can."""
+    if shutil.which("Rscript") is None:
+        return "Rscript is not on the PATH"
+    libs = f'.libPaths(c("{r_lib}", .libPaths())); ' if r_lib else ""
+    probe = subprocess.run(["Rscript", "-e", f"{libs}cat(requireNamespace('sdcMicro', quietly = TRUE))"],
+                           capture_output=True, text=True)
+    return None if probe.stdout.strip() == "TRUE" else "the R package sdcMicro is not installed"
+
+
+def main() -> None:
+    """Time each method as a whole process in every setting and print the figures and ratios."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--rows", type=int, default=100_000)
+    parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--r-lib", default=os.environ.get("SDCMICRO_LIB"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "census_like.csv"
+        census_like(args.rows, data)
+        missing = sdcmicro_missing(args.r_lib)
+        print(f"{args.rows} records x 13, whole processes, best of {args.repeat}; sdcMicro: "
+              f"{'missing (' + missing + ')' if missing else 'found'}")
+        print("| method | sdc mask (threads) | sdc mask --workers 2 | sdcMicro | x cluster run | x sdcMicro |")
+        print("|---|---|---|---|---|---|")
+        for name, (options, expression) in METHODS.items():
+            sdc = [sys.executable, "-m", "sdc_tasks.cli", "mask", "--input", str(data), *options, "--overwrite",
+                   "--out", str(Path(tmp) / f"{name}.parquet")]
+            own, own_mem = best(sdc, args.repeat)
+            cluster, cluster_mem = best([*sdc, "--workers", "2"], args.repeat)
+            peer = "n/a"
+            ratio = "n/a"
+            if missing is None:
+                script = Path(tmp) / f"{name}.R"
+                script.write_text(r_script(expression, data, Path(tmp) / f"{name}_r.csv", args.r_lib))
+                r_wall, r_mem = best(["Rscript", str(script)], args.repeat)
+                peer, ratio = f"{r_wall:.1f} s, {r_mem:.2f} GiB", f"{r_wall / own:.1f}"
+            print(f"| {name} | {own:.1f} s, {own_mem:.2f} GiB | {cluster:.1f} s, {cluster_mem:.2f} GiB | {peer} | "
+                  f"{cluster / own:.1f} | {ratio} |")
+
+
+if __name__ == "__main__":
+    main()
