@@ -27,11 +27,11 @@ def test_help_lists_every_command():
         assert invoke(name, "--help").exit_code == 0
 
 
-def test_mask_then_evaluate_census(tmp_path, no_cluster):
+def test_mask_then_evaluate_census(tmp_path):
     census = bundled_path("census.csv")
     out = tmp_path / "masked.csv"
     result = invoke("mask", "--input", census, "--method", "mdav", "--param", "k=3", "--param", "group_size=3",
-                    "--out", out, "--workers", "1")
+                    "--out", out)
     assert result.exit_code == 0, result.output
     masked = pd.read_csv(out)
     original = pd.read_csv(census)
@@ -39,7 +39,7 @@ def test_mask_then_evaluate_census(tmp_path, no_cluster):
     metrics_path = tmp_path / "metrics.json"
     result = invoke("evaluate", "--original", census, "--masked", out, "--out", metrics_path,
                     "--key-vars", "FEDTAX,AFNLWGT,AGI,EMCONTRB,PTOTVAL,TAXINC,STATETAX",
-                    "--vars", ",".join(original.columns), "--workers", "1")
+                    "--vars", ",".join(original.columns))
     assert result.exit_code == 0, result.output
     metrics = json.loads(metrics_path.read_text())
     assert metrics["n"] == 1080 and metrics["IL2"] < 1e-9
@@ -54,10 +54,10 @@ def test_evaluate_of_a_file_against_itself(tmp_path, dask_scheduler):
     assert metrics["IL"] == 0.0 and metrics["ID"] == 100.0 and metrics["DLD_7"] == 100.0
 
 
-def test_mask_rankswap_parquet_output(tmp_path, no_cluster):
+def test_mask_rankswap_parquet_output(tmp_path):
     out = tmp_path / "swapped"
     result = invoke("mask", "--input", bundled_path("tarragona.csv"), "--method", "rankswap", "--param", "p=15",
-                    "--seed", "3", "--out", out, "--workers", "1")
+                    "--seed", "3", "--out", out)
     assert result.exit_code == 0, result.output
     swapped = pd.read_parquet(out)
     original = pd.read_csv(bundled_path("tarragona.csv"))
@@ -98,15 +98,13 @@ def test_generate_writes_partitioned_dataset(tmp_path):
     assert len(list(out.glob("*.parquet"))) == 3
 
 
-def test_rescale_after_noise_restores_the_originals_moments_given_by_original(tmp_path, no_cluster):
+def test_rescale_after_noise_restores_the_originals_moments_given_by_original(tmp_path):
     census = bundled_path("census.csv")
     noisy, rescaled = tmp_path / "noisy.csv", tmp_path / "rescaled.csv"
-    assert invoke("mask", "--input", census, "--method", "noise", "--param", "p=0.5", "--out", noisy,
-                  "--workers", "1").exit_code == 0
-    refused = invoke("mask", "--input", noisy, "--method", "rescale", "--out", rescaled, "--workers", "1")
+    assert invoke("mask", "--input", census, "--method", "noise", "--param", "p=0.5", "--out", noisy).exit_code == 0
+    refused = invoke("mask", "--input", noisy, "--method", "rescale", "--out", rescaled)
     assert refused.exit_code == 2 and "--original" in refused.output and not rescaled.exists()
-    result = invoke("mask", "--input", noisy, "--method", "rescale", "--original", census, "--out", rescaled,
-                    "--workers", "1")
+    result = invoke("mask", "--input", noisy, "--method", "rescale", "--original", census, "--out", rescaled)
     assert result.exit_code == 0, result.output
     original, out = pd.read_csv(census), pd.read_csv(rescaled)
     cols = list(original.columns)

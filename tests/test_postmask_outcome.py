@@ -88,13 +88,13 @@ def test_reported_figures_are_those_of_the_output():
     assert outcome.il1_ratio == pytest.approx(il1 / (100 * np.mean(np.abs(before - x) / np.abs(x))), rel=1e-9)
 
 
-def test_sdc_mask_warns_in_one_line_when_target_is_not_met(tmp_path, no_cluster):
+def test_sdc_mask_warns_in_one_line_when_target_is_not_met(tmp_path):
     original, masked = tmp_path / "original.csv", tmp_path / "masked.csv"
     TINY_ORIGINAL.to_csv(original, index=False)
     TINY_MASKED.to_csv(masked, index=False)
     result = CliRunner().invoke(app, ["mask", "--input", str(masked), "--original", str(original), "--method",
                                       "postmask", "--param", "p=0.5", "--param", "q=0.5", "--param", "target_e=0.5",
-                                      "--param", "max_iter=0", "--out", str(tmp_path / "out.csv"), "--workers", "1"])
+                                      "--param", "max_iter=0", "--out", str(tmp_path / "out.csv")])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "postmask: E 1.44 -> 1.44, TargetE 0.5 NOT met in 1 of 1 blocks; IL1 ratio 1 (p = 0.5); 0 tries" in lines

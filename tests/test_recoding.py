@@ -187,12 +187,12 @@ def test_top_bottom_coding_on_testdata_equals_numpy(testdata):
     assert (out.income == top).sum() == (testdata.income >= top).sum() > 1
 
 
-def test_sdc_mask_reads_rules_from_a_file(tmp_path, no_cluster):
+def test_sdc_mask_reads_rules_from_a_file(tmp_path):
     (tmp_path / "rules.yaml").write_text("age:\n  breaks: [18, 65]\nsex:\n  map: {1: male, 2: female}\n")
     out = tmp_path / "out.csv"
     result = CliRunner().invoke(app, ["mask", "--input", str(bundled_path("testdata.csv")), "--method", "recode",
                                       "--param", f"rules={tmp_path / 'rules.yaml'}", "--vars", "age,sex",
-                                      "--out", str(out), "--workers", "1"])
+                                      "--out", str(out)])
     assert result.exit_code == 0, result.output
     masked = pd.read_csv(out)
     assert set(masked.age) == {"< 18", "[18, 65)", ">= 65"} and set(masked.sex) == {"male", "female"}

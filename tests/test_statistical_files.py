@@ -76,11 +76,11 @@ def test_a_file_readstat_cannot_read_is_named(tmp_path):
         input_columns(tmp_path / "dir.sav", "sav")
 
 
-def test_sdc_mask_writes_the_input_s_format_back_with_the_labels_still_true(files, tmp_path, no_cluster):
+def test_sdc_mask_writes_the_input_s_format_back_with_the_labels_still_true(files, tmp_path):
     out = tmp_path / "masked.sav"
     result = CliRunner().invoke(app, ["mask", "--input", str(files["sav"]), "--method", "recode", "--param",
                                       'rules={"water": {"prefix": 1}, "urbrur": {"map": {"1": 1, "2": 1}}}',
-                                      "--out", str(out), "--workers", "1", "--id-col", "record_id"])
+                                      "--out", str(out), "--id-col", "record_id"])
     assert result.exit_code == 0, result.output
     masked, meta = pyreadstat.read_sav(str(out))
     assert (masked["urbrur"] == 1).all()
