@@ -19,7 +19,7 @@ from sdc_tasks.pipeline.run import Stages
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
-@pytest.fixture
+@pytest.fixture(scope="module")
 def address(dask_scheduler):
     """The session's Dask scheduler, shared by this module's releases (no cluster start per run)."""
     return dask_scheduler
