@@ -11,6 +11,9 @@ import pytest
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# a command run by a test (inherits this environment) waits as long as the session harness for its temporary server:
+# Prefect's 20 s default is exceeded on a loaded machine ("release stage failed: RuntimeError")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 from sdc_tasks.generate import bundled_path  # noqa: E402
 
