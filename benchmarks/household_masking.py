@@ -30,6 +30,7 @@ from sdc_tasks.generate import bundled_path
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.registry import validate_params
 
 HOMES = ["urbrur", "roof", "walls", "water", "electcon"]
 PERSONS = ["sex", "relat"]
@@ -65,8 +66,8 @@ def main() -> None:
     ap.add_argument("--workers", type=int, default=2)
     args = ap.parse_args()
     steps = [("pram", ["water", "roof", "sex"], {"theta": 0.5}),
-             ("local_suppression", [*HOMES, *PERSONS], {"k": 3, "missing": "any", "importance": IMPORTANCE,
-                                                        "never": []})]
+             ("local_suppression", [*HOMES, *PERSONS],
+              validate_params("local_suppression", {"k": 3, "importance": IMPORTANCE}))]
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "persons"
         rows = write_persons(folder, args.households, seed=5)

@@ -240,7 +240,8 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
     pairing : {"auto", "id", "nearest", "paper"}, default "auto"
         Pair by id, by nearest original record (synthetic or re-sized files), or by id when every masked id is
         found; "paper": post_masking_optimization.txt sec. 2's setup, each masked record standing for its
-        nearest original record c(i) in IL1, ID and the linkage measures (docs/postmask.md).
+        nearest original record c(i) in IL1, ID and the linkage measures, the keys taken in the original's
+        column order (docs/postmask.md).
     categorical : str or list of str, optional
         Categorical variables (codes or text) of cat_il and cat_risk.
     ordinal : dict, optional

@@ -298,8 +298,8 @@ def evaluate_cmd(original: Path = typer.Option(..., help="original file (CSV or 
                  reference: Optional[Path] = typer.Option(None, help="reference file for EBIL_RF and PRIL_RF"),
                  pairing: str = typer.Option("auto", help="auto, id, nearest (synthetic or re-sized files) or "
                                              "paper (each masked record stands for its nearest original in IL1, "
-                                             "ID and linkage, as post_masking_optimization.txt sec. 2; "
-                                             "docs/postmask.md)"),
+                                             "ID and linkage, keys in the file's column order, as "
+                                             "post_masking_optimization.txt sec. 2; docs/postmask.md)"),
                  out: Optional[Path] = typer.Option(None, help="write metrics.json here"),
                  overwrite: bool = typer.Option(False, help="replace an existing --out file"),
                  workers: Optional[int] = AUTO_WORKERS,

@@ -11,6 +11,7 @@ ORIGINAL_PREFIX = "_orig_"  # post-masking: the original value of a variable bes
 MASKED_SUFFIX = "__masked"  # evaluation: the masked value of a variable beside its original one
 COUNT_COL = "__count"  # frequency tables: records per combination
 WEIGHT_COL = "__weight"  # categorical risk: summed sampling weights per combination
+ROW_COL = "__row"  # categorical risk: a combination's position in its table
 MASKED_ROW = "__m"  # categorical linkage: a masked combination's position
 ORIGINAL_ROW = "__o"  # categorical linkage: an original combination's position
 PATTERN_COL = "__code"  # categorical linkage: the agreement pattern of a candidate pair

@@ -13,14 +13,16 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.metrics.catalogue import GROUP_ORDER, description_of, key_order, measure_of
+from sdc_tasks.metrics.catalogue import BEFORE, GROUP_ORDER, derived_from, description_of, key_order, measure_of
 from sdc_tasks.report.document import HEADLINE_CSS
 from sdc_tasks.report.headline import headline_html, key_numbers, metrics_headline
+from sdc_tasks.report.metric_table import risk_changes
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
 FRAME_COLUMNS = ("key", "value", "family", "group", "unit", "direction", "description")
+RISK_CHANGE_COLUMNS = ("figure", "original", "released", "change_percent", "unit", "direction")
 
 
 def _is_number(value: Any) -> bool:
@@ -67,8 +69,21 @@ class Metrics(Mapping[str, Any]):
         """The headline numbers computed, those a report's headline shows
         (:data:`sdc_tasks.report.headline.HEADLINE_KEYS`): IL, PIL, DLD, PLD, ID and the score (score_simple without
         PLD); for categorical families the records violating 3-anonymity, sample uniques, the largest individual
-        risk and PLD_cat."""
-        return pd.Series({n.key: n.value for n in key_numbers(self._values)}, name="value", dtype=float)
+        risk and PLD_cat, each followed by its value on the original file (``<key>_before``) where computed."""
+        numbers = {}
+        for n in key_numbers(self._values):
+            numbers[n.key] = n.value
+            if n.before is not None:
+                numbers[n.key + BEFORE] = n.before
+        return pd.Series(numbers, name="value", dtype=float)
+
+    def risk_changes(self) -> pd.DataFrame:
+        """Each disclosure-risk figure computed on the original file too, as the release report's before-and-after
+        table: figure, original (``<key>_before``), released, change_percent (``<key>_change_percent``), unit and
+        direction; empty without a categorical risk family."""
+        rows = [(c.key, c.original, c.released, c.change_percent, c.unit, c.direction)
+                for c in risk_changes(self._values)]
+        return pd.DataFrame(rows, columns=list(RISK_CHANGE_COLUMNS))
 
     def _records_line(self) -> str:
         """'1080 masked records against 1080 original ones, paired by id, 13 continuous variables'."""
@@ -91,11 +106,17 @@ class Metrics(Mapping[str, Any]):
         return "\n".join(lines)
 
     def _repr_html_(self) -> str:
-        """The headline block of the reports (its key numbers and records), then one table per group of the
-        catalogue, values to 4 significant digits (Jupyter)."""
+        """The headline block of the reports (its key numbers and records), the original file's risk beside the
+        release's (:meth:`risk_changes`), then one table per group of the catalogue, values to 4 significant digits
+        (Jupyter)."""
         frame = self.to_frame()
         parts = [f"<style>{HEADLINE_CSS}</style>",
                  headline_html(metrics_headline(self._values, self._records_line()), link_prefix="")]
+        changes = self.risk_changes()
+        if len(changes):
+            parts.append("<h4>Disclosure risk: original file and release</h4>")
+            parts.append(changes.to_html(index=False, float_format=lambda v: f"{v:.4g}", na_rep="n/a"))
+        frame = frame[[derived_from(k) is None for k in frame["key"]]]  # the original's figures: in the table above
         for group in GROUP_ORDER:
             rows = frame[frame["group"] == group]
             if len(rows):

@@ -28,6 +28,7 @@ from sdc_tasks.io import (
     write_parquet,
 )
 from sdc_tasks.masking.rankswap import fewest_swapped_records
+from sdc_tasks.masking.suppression import largest_k
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -185,8 +186,8 @@ def fewest_records(method: str, params: dict, field: str, step: str) -> tuple[st
     (``field``: how the step's parameters are named, e.g. "parameter '{}' of mdav"), for rank swapping the fewest
     records of which p percent is one rank (``rankswap.fewest_swapped_records``), and 2 for any other method
     (``step`` names it): a record alone has no group, no partner to swap with and no spread."""
-    if "k" in params:
-        return f"{field.format('k')} = {params['k']}", params["k"]
+    if params.get("k") is not None:
+        return f"{field.format('k')} = {params['k']}", largest_k(params)
     if method == "rankswap":
         return f"{field.format('p')} = {params['p']:g}", fewest_swapped_records(params["p"])
     return step, 2

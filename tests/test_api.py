@@ -399,6 +399,29 @@ def test_summary_repr_and_html_show_the_headline(census_metrics):
     assert f'<div class="value">{metrics["DLD"]:.4g}</div>' in page
 
 
+def test_summary_and_html_show_the_original_files_risk_beside_the_release(categorical, no_cluster):
+    masked = mask(categorical, "local_suppression", vars=CATEGORICAL_VARS, k=3)
+    metrics = evaluate(categorical, masked, families=["cat_risk"], categorical=CATEGORICAL_VARS,
+                       key_vars=CATEGORICAL_VARS, weight="sampling_weight")
+    summary = metrics.summary()
+    assert list(summary.index) == ["kanon_violations_3", "kanon_violations_3_before", "sample_uniques",
+                                   "sample_uniques_before", "indiv_risk_max", "indiv_risk_max_before", "PLD_cat",
+                                   "PLD_cat_before"]
+    same = evaluate(categorical, categorical, families=["cat_risk"], categorical=CATEGORICAL_VARS,
+                    key_vars=CATEGORICAL_VARS, weight="sampling_weight")
+    assert summary["sample_uniques_before"] == same["sample_uniques"] > 0 == summary["sample_uniques"]
+    changes = metrics.risk_changes().set_index("figure")
+    assert list(changes.columns) == ["original", "released", "change_percent", "unit", "direction"]
+    assert changes.loc["sample_uniques"].tolist() == [same["sample_uniques"], 0.0, -100.0, "records",
+                                                      "lower is better"]
+    assert len(changes) == 12 and "kanon_min_group" in changes.index
+    assert "sample_uniques_before" in repr(metrics)
+    page = metrics._repr_html_()
+    assert page.count("<table") == 1 + 1 + 2 and "Disclosure risk: original file and release" in page
+    assert page.count("sample_uniques_before") == 0  # the original's figures only in their table, by figure name
+    assert f"original {same['kanon_violations_3']:.0f}, -100 %" in page  # under the headline card
+
+
 def test_ru_figure_places_the_evaluation_at_its_il_and_risk(census_metrics):
     _, _, metrics = census_metrics
     figure = metrics.ru_figure("MDAV k=3")

@@ -270,5 +270,5 @@ def test_never_suppressed_keys_and_importance_errors(sync_dask):
         masked(data, "local_suppression", {"k": 3, "importance": ["age", *keys[1:]]}, keys, nparts=1)
     with pytest.raises(ValueError, match="must list every key of the step once"):
         masked(data, "local_suppression", {"k": 3, "importance": keys[:3]}, keys, nparts=1)
-    with pytest.raises(ValueError, match="importance and never go with missing: any"):
+    with pytest.raises(ValueError, match="parameter .never. of local_suppression: goes with missing: any"):
         masked(data, "local_suppression", {"k": 3, "missing": "category", "never": ["sex"]}, keys, nparts=1)

@@ -76,9 +76,28 @@ def test_mixed_release_measures_the_categorical_side_and_gates_on_it(releases):
     assert metrics["categorical_keys"] == KEYS
     assert metrics["kanon_violations_3"] == 0.0 and metrics["kanon_min_group"] >= 3  # local suppression, k = 3
     assert metrics["Dist"] > 0 and metrics["CTBIL"] > 0  # top coding, PRAM and suppression changed categories
-    assert {c.measure: c.passed for c in summary.checks} == {"DLD": True, "kanon_violations_3": True}
+    assert {c.measure: c.passed for c in summary.checks} == {"DLD": True, "kanon_violations_3": True,
+                                                             "expected_reidentifications_change_percent": True}
     report = (out / "report.md").read_text()
     assert "CTBIL" in report and "kanon_violations_3" in report
+
+
+def test_mixed_release_puts_the_original_files_risk_beside_the_release(releases):
+    out, summary = releases[0]
+    metrics = json.loads((out / "metrics.json").read_text())
+    original = pd.read_csv(bundled_path("testdata.csv"))
+    sizes = original.groupby(KEYS).size()  # the original's key combinations, no value suppressed
+    assert metrics["sample_uniques_before"] == float((sizes == 1).sum())
+    assert metrics["kanon_violations_3_before"] == float(sizes[sizes < 3].sum()) > 0 == metrics["kanon_violations_3"]
+    assert metrics["kanon_violations_3_change_percent"] == -100.0
+    er = metrics["expected_reidentifications"], metrics["expected_reidentifications_before"]
+    assert metrics["expected_reidentifications_change_percent"] == pytest.approx(100 * (er[0] - er[1]) / er[1])
+    check = next(c for c in summary.checks if c.measure == "expected_reidentifications_change_percent")
+    assert check.value == metrics["expected_reidentifications_change_percent"] <= -50.0
+    report = (out / "report.md").read_text()
+    section = report[report.index("## Categorical disclosure risk before and after"):report.index("## All metrics")]
+    assert "| Figure | Original file | Released | Change | Unit | Better |" in section
+    assert f"| kanon_violations_3 | {sizes[sizes < 3].sum()} | 0 | -100 % | records | lower |" in section
 
 
 def test_mixed_release_bytes_do_not_depend_on_workers(releases):

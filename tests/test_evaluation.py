@@ -206,3 +206,22 @@ def test_same_metrics_on_one_two_and_four_workers(census, census_vars):
         for key, value in results[0].items():
             if isinstance(value, float):
                 assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def test_zipped_partitions_are_paired_only_where_their_ids_agree():
+    """Same partition count, but one partition's records in another order: the pairing falls back to the join on
+    the id, so every original value stands beside the masked value of its own id."""
+    from sdc_tasks.evaluation.pairing import MASKED_SUFFIX, paired
+
+    ids = np.arange(12)
+    original = pd.DataFrame({"record_id": ids, "x": ids * 10.0})
+    masked = original.assign(x=ids * 10.0 + 1.0).iloc[[0, 1, 2, 3, 4, 5, 7, 6, 8, 9, 10, 11]]
+    zipped = paired(dd.from_pandas(original, npartitions=3, sort=False),
+                    dd.from_pandas(masked, npartitions=3, sort=False), "record_id", ["x"]).compute()
+    zipped = zipped.sort_values("record_id")
+    assert np.array_equal(zipped["x" + MASKED_SUFFIX].to_numpy() - zipped["x"].to_numpy(), np.ones(12))
+    aligned = paired(dd.from_pandas(original, npartitions=3, sort=False),
+                     dd.from_pandas(original.assign(x=ids * 10.0 + 1.0), npartitions=3, sort=False),
+                     "record_id", ["x"]).compute()
+    assert aligned["record_id"].tolist() == ids.tolist()
+    assert np.array_equal(aligned["x" + MASKED_SUFFIX].to_numpy() - aligned["x"].to_numpy(), np.ones(12))

@@ -17,6 +17,7 @@ from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.postmask_outcome import outcome_from_dict, outcome_metrics
+from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.pipeline import stages
 from sdc_tasks.pipeline.spec import parse_spec
 from sdc_tasks.record_random import record_uniforms
@@ -135,7 +136,7 @@ def compatible_frequencies(out: pd.DataFrame, keys: list[str]) -> np.ndarray:
 @pytest.mark.parametrize("partitions", [1, 2, 3])
 def test_local_suppression_suppresses_whole_households(sync_dask, partitions):
     data = hand_made()
-    params = {"k": 2, "missing": "any", "importance": ["sex", "area"], "never": []}
+    params = validate_params("local_suppression", {"k": 2, "importance": ["sex", "area"]})
     alone, none = masked(data, "local_suppression", ["area", "sex"], params, partitions)
     assert alone["area"].isna().tolist() == [False] * 5 + [True] + [False] * 3 and none is None
     out, outcome = masked(data, "local_suppression", ["area", "sex"], params, partitions, homes=("area",))
@@ -147,7 +148,7 @@ def test_local_suppression_suppresses_whole_households(sync_dask, partitions):
 
 def test_local_suppression_on_testdata_stays_k_anonymous(sync_dask, testdata):
     keys = [*HOMES, *PERSONS]
-    params = {"k": 3, "missing": "any", "importance": None, "never": []}
+    params = validate_params("local_suppression", {"k": 3})
     alone, _ = masked(testdata, "local_suppression", keys, params, 1)
     outs = [masked(testdata, "local_suppression", keys, params, n, homes=tuple(HOMES)) for n in (1, 2, 4)]
     out, outcome = outs[0]
@@ -259,7 +260,7 @@ def test_local_suppression_of_a_parquet_dataset_whose_key_columns_fuse(sync_dask
         piece.to_parquet(tmp_path / f"part{j}.parquet", index=False)
     files = read_table(tmp_path, "parquet")
     keys = [*HOMES, *PERSONS]
-    params = {"k": 3, "missing": "any", "importance": None, "never": []}
+    params = validate_params("local_suppression", {"k": 3})
     ctx = StepContext(seed=7, step=2, id_column="record_id")
     staged = apply_step(files, "local_suppression", keys, params, ctx)
     alone, _ = masked(testdata, "local_suppression", keys, params, 1)

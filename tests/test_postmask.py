@@ -25,7 +25,6 @@ from sdc_tasks.masking.postmask import (
     objective,
     post_mask,
     random_start,
-    with_nearest_ids,
 )
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.randomness import rng_for
@@ -237,9 +236,8 @@ def test_synthetic_method_replaces_every_record(census, sync_dask):
 def scores(original: pd.DataFrame, masked: pd.DataFrame, cols: list[str], paper: bool) -> dict:
     """IL, DLD, ID and score_simple (expr. (2)); ``paper``: under the paper's correspondence (sec. 2, each
     masked record stands for its nearest original record), else docs/metrics.md's pairing by id."""
-    m = with_nearest_ids(original, masked, cols, "record_id") if paper else masked
-    return evaluate(dd.from_pandas(original, 1), dd.from_pandas(m, 1), "record_id", cols, CENSUS_KEYS,
-                    ("il", "dld", "id"))
+    return evaluate(dd.from_pandas(original, 1), dd.from_pandas(masked, 1), "record_id", cols, CENSUS_KEYS,
+                    ("il", "dld", "id"), pairing="paper" if paper else "id")
 
 
 @pytest.mark.parametrize("method, params, post, paper", [

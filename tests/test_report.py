@@ -9,6 +9,7 @@ import re
 from html.parser import HTMLParser
 
 import numpy as np
+import pandas as pd
 import pytest
 
 from sdc_tasks import report
@@ -220,7 +221,7 @@ def test_profile_sections_show_each_variable_and_its_pictures():
     s = summary()
     s["profile"] = {"variables": [variable_profile(v, x[:, j], xm[:, j], ids) for j, v in enumerate(("AGI", "TAX"))],
                     "correlation": {"variables": ["AGI", "TAX"], "original": [[1.0, 0.2], [0.2, 1.0]],
-                                    "masked": [[1.0, 0.25], [0.25, 1.0]]}, "risk_before": None}
+                                    "masked": [[1.0, 0.25], [0.25, 1.0]]}}
     text = report.render_html(s)
     tables = Page(text).tables
     distributions = next(t for t in tables if t[0][:2] == ["Variable", "File"])
@@ -234,14 +235,81 @@ def test_profile_sections_show_each_variable_and_its_pictures():
     assert text.index("Per variable") < text.index("Distance-based linkage") < text.index("All metrics")
 
 
-def test_risk_before_and_after_is_shown_for_categorical_keys():
+def test_risk_before_and_after_is_a_table_of_every_original_figure_beside_the_release():
     s = summary()
-    s["metrics"] |= {"kanon_violations_3": 10.0, "sample_uniques": 4.0, "indiv_risk_max": 0.25}
-    s["profile"] = {"variables": [], "correlation": None,
-                    "risk_before": {"kanon_violations_3": 120.0, "sample_uniques": 60.0, "indiv_risk_max": 1.0}}
+    s["metrics"] |= {"kanon_violations_3": 10.0, "kanon_violations_3_before": 120.0,
+                     "kanon_violations_3_change_percent": -100 * 110 / 120, "sample_uniques": 4.0,
+                     "sample_uniques_before": 0.0, "sample_uniques_change_percent_not_finite": 1.0,
+                     "indiv_risk_max": 0.25, "indiv_risk_max_before": 1.0, "indiv_risk_max_change_percent": -75.0,
+                     "kanon_min_group": 3.0, "kanon_min_group_before": 1.0, "kanon_min_group_change_percent": 200.0,
+                     "dis_suda_max": 0.1, "dis_suda_max_before": 0.1, "dis_suda_max_change_percent": 0.0}
+    s["gate"]["checks"].append({"measure": "indiv_risk_max_change_percent", "value": -75.0, "limit": -50.0,
+                                "op": "<=", "passed": True, "margin": 25.0})
+    text = report.render_html(s)
+    page = Page(text)
+    table = next(t for t in page.tables if t and t[0][:2] == ["Figure", "Original file"])
+    assert table == [["Figure", "Original file", "Released", "Change", "Unit", "Better"],
+                     ["kanon_min_group", "1", "3", "+200 %", "records", "higher"],
+                     ["kanon_violations_3", "120", "10", "-91.67 %", "records", "lower"],
+                     ["sample_uniques", "0", "4", "new", "records", "lower"],
+                     ["indiv_risk_max", "1.0", "0.25", "-75 %", "fraction", "lower"],
+                     ["dis_suda_max", "0.1", "0.1", "0 %", "fraction", "lower"]]
+    assert text.index('id="risk-before-after"') < text.index('id="metrics"')
+    for key in ("kanon-min-group", "kanon-violations-i", "dis-suda-max", "key-before", "key-change-percent"):
+        assert f'href="#def-{key}"' in text or f'id="def-{key}"' in text, key
+    assert 'id="def-key-before"' in text and 'id="def-key-change-percent"' in text  # defined at the end
+    shown = [row[0] for t in page.tables if t and t[0][0] == "Measure" for row in t[1:]]
+    assert "kanon_violations_3" in shown and not any(k.endswith(("_before", "_change_percent")) for k in shown)
     md = report.render_markdown(s)
-    assert "| kanon_violations_3 | 120 | 10 | records |" in md
-    assert "| indiv_risk_max | 1.0 | 0.25 | fraction |" in md
+    assert "| kanon_violations_3 | 120 | 10 | -91.67 % | records | lower |" in md
+    assert "| kanon_violations_3 | 10 | records, lower is better, original 120, -91.67 % |" in md
+    assert "| indiv_risk_max_change_percent | -75.0 | <= -50.0 | 25.0 | pass |" in md
+
+
+def test_categorical_variables_show_codes_with_their_value_labels():
+    s = summary()
+    s["profile"] = {"variables": [], "correlation": None, "categories": [
+        {"variable": "sex", "categories": [{"code": "1", "original": 60.0, "masked": 55.0},
+                                           {"code": "2", "original": 40.0, "masked": 38.0}],
+         "other": None, "missing": [0.0, 7.0]},
+        {"variable": "age", "categories": [{"code": "7", "original": 30.0, "masked": 30.0}],
+         "other": {"categories": 12, "original": 70.0, "masked": 70.0}, "missing": [0.0, 0.0]}]}
+    s["value_labels"] = {"sex": {"1": "Male", "2": "Fe<male>"}, "region": {"1": "North"}}
+    text = report.render_html(s)
+    table = next(t for t in Page(text).tables if t and t[0][:2] == ["Variable", "Category"])
+    assert table == [["Variable", "Category", "Original (records)", "Released (records)"],
+                     ["sex", "1 (Male)", "60", "55"], ["sex", "2 (Fe<male>)", "40", "38"],
+                     ["sex", "missing (suppressed)", "0", "7"], ["age", "7", "30", "30"],
+                     ["age", "12 other categories", "70", "70"]]
+    assert "2 (Fe&lt;male&gt;)" in text and "<male>" not in text  # a label is text, never markup
+    assert "shown beside the codes of the labelled variables: sex." in text  # region is not categorical here
+    run = next(t for t in Page(text).tables if t and t[0] == ["Field", "Value"])
+    assert ["Value labels", "region, sex"] in run
+    assert text.index('id="categories"') < text.index('id="metrics"') and text.count("<img") == 2  # + the R-U map
+    s["value_labels"] = {}
+    md = report.render_markdown(s)
+    assert "| sex | 1 | 60 | 55 |" in md and "No categorical variable carries value labels" in md
+
+
+def test_category_profile_counts_both_files_and_lists_the_most_frequent():
+    from sdc_tasks.evaluation.profile import category_profile
+    from sdc_tasks.metrics.categorical_loss import MISSING_TEXT
+
+    original = pd.Series({"10": 5.0, "2": 9.0, "3": 1.0, "x": 4.0, "y": 2.0, "rare": 1.0})
+    masked = pd.Series({"10": 5.0, "2": 8.0, "x": 4.0, "y": 1.0, "new": 1.0, MISSING_TEXT: 3.0})
+    out = category_profile("v", original, masked, shown=3)
+    assert out["categories"] == [{"code": "2", "original": 9.0, "masked": 8.0},
+                                 {"code": "10", "original": 5.0, "masked": 5.0},
+                                 {"code": "x", "original": 4.0, "masked": 4.0}]
+    assert out["other"] == {"categories": 4, "original": 4.0, "masked": 2.0} and out["missing"] == [0.0, 3.0]
+    every = category_profile("v", original, masked)  # "3" and "rare" left the release: counted, never named
+    assert [c["code"] for c in every["categories"]] == ["2", "10", "new", "x", "y"]
+    assert every["other"] == {"categories": 2, "original": 2.0, "masked": 0.0}
+
+
+def test_no_before_and_after_table_without_original_figures():
+    text = report.render_html(summary())
+    assert 'id="risk-before-after"' not in text and "Original file" not in text
 
 
 def test_gate_limits_bound_the_map_axes_and_the_chosen_point_is_ringed():

@@ -116,4 +116,17 @@ def test_a_release_of_an_spss_file_keys_by_label_or_keeps_the_labels_in_its_mani
         summary = sdc_tasks.release(tmp_path / "codes.yaml", client=client)
     manifest = json.loads(summary.paths.manifest.read_text())
     assert manifest["value_labels"] == {"sex": {"1": "male", "2": "female"}, "urbrur": {"1": "rural", "2": "urban"}}
-    assert np.isin(pd.read_parquet(summary.paths.masked)["sex"].dropna(), [1.0, 2.0]).all()
+    masked = pd.read_parquet(summary.paths.masked)
+    assert np.isin(masked["sex"].dropna(), [1.0, 2.0]).all()
+    # the report names each labelled variable's categories by code and label, and says which variables are labelled
+    report = summary.paths.report_md.read_text()
+    original = pd.read_csv(bundled_path("testdata.csv"))
+    for variable, labels in (("sex", SEX), ("urbrur", URBRUR)):
+        for code, label in labels.items():
+            counts = ((original[variable] == code).sum(), (masked[variable] == code).sum())
+            assert f"| {variable} | {code} ({label}) | {counts[0]} | {counts[1]} |" in report
+    assert "| walls | 9 | 50 |" in report  # no labels: the code alone
+    assert "| sex | missing" not in report and not masked["sex"].isna().any()  # 3-anonymous already: none suppressed
+    assert "shown beside the codes of the labelled variables: sex, urbrur." in report
+    assert "| Value labels | sex, urbrur |" in report
+    assert "2 (female)" in summary.paths.report_html.read_text()

@@ -70,4 +70,19 @@ def test_release_profile_over_dask_frames(files):
     assert corr["variables"] == ["a", "b"]
     assert np.array(corr["original"]) == pytest.approx(np.corrcoef(original[["a", "b"]].T))
     assert np.array(corr["masked"]) == pytest.approx(np.corrcoef(masked[["a", "b"]].T))
-    assert out["risk_before"] is None
+
+
+def test_category_counts_over_partitions_equal_pandas_value_counts():
+    rng = np.random.default_rng(3)
+    original = pd.DataFrame({"record_id": np.arange(N), "c": rng.integers(1, 6, N), "t": rng.choice(["x", "y"], N)})
+    masked = original.assign(c=original["c"].astype("Int64").mask(np.arange(N) % 10 == 0), t="x")
+    with dask.config.set(scheduler="synchronous"):
+        out = release_profile(dd.from_pandas(original, npartitions=3), dd.from_pandas(masked, npartitions=2),
+                              "record_id", [], ["c", "t"])["categories"]
+    assert [p["variable"] for p in out] == ["c", "t"]
+    counts = {(p["variable"], c["code"]): (c["original"], c["masked"]) for p in out for c in p["categories"]}
+    for code, n in original["c"].value_counts().items():
+        assert counts[("c", str(code))] == (n, (masked["c"] == code).sum())
+    assert out[0]["missing"] == [0.0, float(masked["c"].isna().sum())] and out[0]["other"] is None
+    assert counts[("t", "x")] == ((original["t"] == "x").sum(), N) and ("t", "y") not in counts  # not released
+    assert out[1]["other"] == {"categories": 1, "original": float((original["t"] == "y").sum()), "masked": 0.0}

@@ -31,6 +31,7 @@ from sdc_tasks.io import read_table, read_with_ids
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, is_categorical, validate_params
+from sdc_tasks.masking.suppression import largest_k
 from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_CATEGORICAL_FAMILIES, FAMILIES, gated_families
 from sdc_tasks.metrics.finite import finite_measure
 from sdc_tasks.scheduling import active_client, input_bytes
@@ -256,8 +257,8 @@ def prepare_input(path: str | Path, id_col: str = "record_id", variables: list[s
     unmasked = [k for k in keys if k not in variables]
     if unmasked:
         raise InputError(f"key variable {unmasked[0]!r} is not among the masked variables")
-    ks = [(f"parameter 'k' of {c.label} = {c.params['k']}", c.params["k"])
-          for c in (grid.configurations() if grid else []) if "k" in c.params]
+    ks = [(f"parameter 'k' of {c.label} = {c.params['k']}", largest_k(c.params))
+          for c in (grid.configurations() if grid else []) if c.params.get("k") is not None]
     load_checked(path, id_col, variables, what, group_sizes=[max(ks, key=lambda x: x[1])] if ks else [])
     return CompareInput(str(Path(path).resolve()), id_col, id_col not in read_table(path).columns, variables, keys,
                         input_bytes(path))
@@ -269,8 +270,8 @@ def categorical_input(path: str | Path, id_col: str, grid: Grid) -> CompareInput
     configuration's own variables (chapter 6 sec. 5 links on the set it masks)."""
     what = f"input {path}"
     variables = list(dict.fromkeys(v for vs in grid.variable_sets.values() for v in vs))
-    ks = [(f"parameter 'k' of {c.label} = {c.params['k']}", c.params["k"]) for c in grid.configurations()
-          if "k" in c.params]
+    ks = [(f"parameter 'k' of {c.label} = {c.params['k']}", largest_k(c.params)) for c in grid.configurations()
+          if c.params.get("k") is not None]
     if id_col in variables:
         raise InputError(f"id column {id_col!r} cannot be a masked variable")
     frame, _ = load_checked(path, id_col, [], what, required=variables,
@@ -329,7 +330,8 @@ def _masked_and_measured(source: CompareInput, config: Configuration, seed: int,
         else:
             metrics = evaluate(frame, staged.frame, source.id_column, [], [], DEFAULT_CATEGORICAL_FAMILIES,
                                categorical=variables, reference=frame,
-                               ordinal={v: o for v, o in source.category_orders.items() if v in variables})
+                               ordinal={v: o for v, o in source.category_orders.items() if v in variables},
+                               original_risk=False)  # the same original for every configuration
     except (ValueError, RuntimeError) as exc:
         raise InputError(f"configuration {config.label} ({config.method} {config.params}): {reason_of(exc)}") \
             from None

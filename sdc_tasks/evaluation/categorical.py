@@ -10,7 +10,7 @@ on the merged tables, whose size is bounded by the numbers of categories, not of
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
 
 import dask
@@ -66,7 +66,7 @@ def canonical_orders(ordinal: dict[str, list], text: dict[str, bool]) -> dict[st
     return out
 
 
-def _add_dicts(a: dict, b: dict) -> dict:
+def add_frequency_tables(a: dict, b: dict) -> dict:
     """Per-variable sum of two dicts of frequency tables."""
     return {v: add_counts(a[v], b[v]) for v in a}
 
@@ -131,7 +131,7 @@ def _cat_il_tasks(ctx: CategoricalContext) -> dict:
                                  for p in ctx.pair_parts], operator.add)}
     if ctx.reference is not None:
         tasks["reference"] = tree_merge([dask.delayed(value_counts)(p, ctx.categorical, ctx.text)
-                                         for p in ctx.reference[ctx.categorical].to_delayed()], _add_dicts)
+                                         for p in ctx.reference[ctx.categorical].to_delayed()], add_frequency_tables)
     return tasks
 
 
@@ -227,3 +227,15 @@ def _ldiversity_finish(results: dict, ctx: CategoricalContext) -> dict:
 
 
 LDIVERSITY = Family("ldiversity", _ldiversity_tasks, _ldiversity_finish)
+
+
+def original_context(ctx: CategoricalContext, pairs: dd.DataFrame, n: int) -> CategoricalContext:
+    """The context of the risk families on the original file alone, as if it were released unmasked: the original
+    in place of the masked file, ``pairs`` the original paired with itself (its ``n`` records), and the weight,
+    sensitive and household columns the original has (a figure whose column it lacks is not computed on it)."""
+    columns = set(ctx.original.columns)
+    weight = ctx.weight if ctx.weight in columns else None
+    return replace(ctx, pairs=pairs, masked=ctx.original, n_masked=n, weight=weight,
+                   sensitive=tuple(s for s in ctx.sensitive if s in columns),
+                   household=ctx.household if weight and ctx.household in columns else None)
+

@@ -41,8 +41,10 @@ def standard_scale(sd: np.ndarray) -> np.ndarray:
 class ContinuousContext:
     """What the continuous families read: both files, their records paired (``pairs``, persisted), the moment
     sketches of the original and the masked file over ``columns`` (the variables, then the other key variables),
-    whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then) and the
-    families asked for (``families``: which order-based results to compute)."""
+    whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then), the
+    families asked for (``families``: which order-based results to compute) and whether the ids are the masked
+    records' nearest originals' (``nearest_ids``, pairing "paper": an original may then be paired several times
+    and another not at all, so the pairs never stand for the original file)."""
 
     original: dd.DataFrame
     masked: dd.DataFrame
@@ -56,6 +58,7 @@ class ContinuousContext:
     cell_rows: int
     pld_cell_rows: int
     families: tuple[str, ...]
+    nearest_ids: bool = False
 
     @property
     def n(self) -> int:
@@ -69,8 +72,9 @@ class ContinuousContext:
 
     @property
     def whole(self) -> bool:
-        """Whether every original record is paired by id: the pairs then stand for both files (no second read)."""
-        return self.by_id and self.n == self.n_masked
+        """Whether every original record is paired once by id: the pairs then stand for both files (no second
+        read)."""
+        return self.by_id and self.n == self.n_masked and not self.nearest_ids
 
     @cached_property
     def pair_parts(self) -> list:

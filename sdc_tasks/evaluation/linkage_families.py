@@ -100,12 +100,16 @@ PLD = Family("pld", _linkage_tasks("links", _probabilistic_links), _pld_finish)
 # ---------------------------------------------------------------- dld_published
 
 
+def file_key_order(columns: list[str], key_vars: list[str]) -> list[int]:
+    """Positions in ``key_vars`` of the key variables in the file's column order (``columns``): the order in which
+    the published Census tables took their first i keys (docs/reproduction.md, DLDpub; docs/postmask.md, the
+    paper's evaluation setup), whatever order the keys were given in."""
+    return sorted(range(len(key_vars)), key=lambda k: columns.index(key_vars[k]))
+
+
 def published_key_order(ctx: ContinuousContext) -> list[int]:
-    """Positions in ``ctx.key_vars`` of the key variables in the original file's column order: the order in
-    which the published Table 1 took its first i keys (docs/reproduction.md, DLDpub), whatever order the
-    keys were given in."""
-    columns = list(ctx.original.columns)
-    return sorted(range(len(ctx.key_vars)), key=lambda k: columns.index(ctx.key_vars[k]))
+    """Positions in ``ctx.key_vars`` of the key variables in the original file's column order (DLDpub, PLDpub)."""
+    return file_key_order(list(ctx.original.columns), ctx.key_vars)
 
 
 def _published_distance_counts(ctx: ContinuousContext) -> np.ndarray:

@@ -16,11 +16,19 @@ import dask
 import dask.dataframe as dd
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.evaluation.categorical import CAT_IL, CAT_RISK, LDIVERSITY, SUDA, CategoricalContext, check_categorical
+from sdc_tasks.evaluation.categorical import (
+    CAT_IL,
+    CAT_RISK,
+    LDIVERSITY,
+    SUDA,
+    CategoricalContext,
+    check_categorical,
+    original_context,
+)
 from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
-from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED
+from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED, file_key_order
 from sdc_tasks.evaluation.pairing import (
     check_pairing_ids,
     paired,
@@ -29,8 +37,9 @@ from sdc_tasks.evaluation.pairing import (
     with_nearest_original_ids,
 )
 from sdc_tasks.files import check_columns
-from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES
+from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, FAMILIES, ORIGINAL_RISK_FAMILIES
 from sdc_tasks.metrics.finite import finite_metrics
+from sdc_tasks.metrics.original_risk import original_figures
 from sdc_tasks.metrics.risk import scores
 from sdc_tasks.stats.moments import frame_moments, frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
@@ -67,7 +76,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
              reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
-             sensitive: list[str] = (), household: str | None = None) -> dict:
+             sensitive: list[str] = (), household: str | None = None, original_risk: bool = True) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -80,7 +89,9 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     rules), which ``cat_risk`` links the masked records to (default: the original; ``cat_il`` always measures
     against the original); ``sensitive``: the variables ``ldiversity`` measures within the key combinations
     (none of them a key); ``household``: the household id column of the masked file, which with ``weight`` adds
-    the household risk to ``cat_risk``. Categorical measures pair records by id."""
+    the household risk to ``cat_risk``; ``original_risk``: also compute the figures of the risk families
+    (cat_risk, suda, ldiversity) on the original file, as ``<key>_before`` with ``<key>_change_percent``
+    (:func:`original_risk_figures`). Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
@@ -117,7 +128,19 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     if seen_through_recodes:
         seen = paired(intruder_original, masked, id_col, cols).persist()
         out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
+    risk = tuple(f for f in cat_families if f in ORIGINAL_RISK_FAMILIES)
+    if original_risk and risk:
+        out.update(original_risk_figures(ctx, risk, id_col, cols, n, out))
     return finite_metrics(out)
+
+
+def original_risk_figures(ctx: CategoricalContext, families: tuple[str, ...], id_col: str, cols: list[str], n: int,
+                          released: dict) -> dict:
+    """The risk ``families`` computed on the original file of ``ctx`` exactly as on a release of it unmasked (the
+    same family units, the original paired with itself), as ``<key>_before`` beside the ``released`` figures, with
+    ``<key>_change_percent`` (sdc_tasks.metrics.original_risk; docs/metrics.md "The original file's risk")."""
+    pairs = paired(ctx.original, ctx.original, id_col, cols).persist()
+    return original_figures(released, family_measures(_units(families), original_context(ctx, pairs, n)))
 
 
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
@@ -136,7 +159,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ground truth and is not computed), "auto" uses ids when every masked id is found, else nearest; "paper"
     is post_masking_optimization.txt sec. 2's setup: each masked record stands for its nearest original
     record c(i) (standardized Euclidean distance on ``variables``) in IL1, ID and correct linkage, the risk
-    measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids; docs/postmask.md).
+    measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids), against the whole original
+    file, and the first i keys of DLD_i taken in the original file's column order (docs/postmask.md).
     ``cell_rows``: about how many original records one spatial cell of the blocked distance linkage holds;
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
     """
@@ -146,6 +170,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     if pairing == "paper":
         m = frame_moments(original, variables)
         masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))
+        key_vars = [key_vars[k] for k in file_key_order(list(original.columns), key_vars)]
     units = _units(families)
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
@@ -168,7 +193,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         vi = [cols.index(v) for v in variables]
         pairs = paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]).persist()
     ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
-                            cell_rows, pld_cell_rows, tuple(families))
+                            cell_rows, pld_cell_rows, tuple(families), pairing == "paper")
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "paper" if pairing == "paper" else "id" if use_id else "nearest"}
     out.update(family_measures(units, ctx))

@@ -41,30 +41,39 @@ def _same_ids(o: pd.DataFrame, m: pd.DataFrame, id_col: str) -> bool:
     return len(o) == len(m) and np.array_equal(o[id_col].to_numpy(), m[id_col].to_numpy())
 
 
-def _side_by_side(o: pd.DataFrame, m: pd.DataFrame, id_col: str, variables: list[str]) -> pd.DataFrame:
-    """Two partitions with the same ids in the same order as one frame (masked columns suffixed)."""
+def _side_by_side(o: pd.DataFrame, m: pd.DataFrame, id_col: str, variables: list[str]) -> pd.DataFrame | None:
+    """Two partitions with the same ids in the same order as one frame (masked columns suffixed); None when their
+    ids differ."""
+    if not _same_ids(o, m, id_col):
+        return None
     out = o[[id_col, *variables]].reset_index(drop=True)
     for v in variables:
         out[v + MASKED_SUFFIX] = m[v].to_numpy()
     return out
 
 
+def _is_frame(part: pd.DataFrame | None) -> bool:
+    """Whether a zipped partition was paired (its ids matched)."""
+    return part is not None
+
+
 def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dd.DataFrame:
     """Original and masked values side by side, one row per id present in both (masked columns suffixed).
 
     When both files have the same partitions with the same ids in the same order (a release's output against
-    its input), partitions are zipped; otherwise the files are joined on the id (a shuffle)."""
-    if original.npartitions == masked.npartitions:
-        checks = [dask.delayed(_same_ids)(o, m, id_col)
-                  for o, m in zip(original[[id_col]].to_delayed(), masked[[id_col]].to_delayed())]
-        if all(dask.compute(*checks)):
-            parts = [dask.delayed(_side_by_side)(o, m, id_col, variables)
-                     for o, m in zip(original[[id_col, *variables]].to_delayed(),
-                                     masked[[id_col, *variables]].to_delayed())]
-            return dd.from_delayed(parts, meta=_side_by_side(original._meta, masked._meta, id_col, variables),
+    its input), partitions are zipped (and persisted); otherwise the files are joined on the id (a shuffle). The ids
+    are checked on the very partitions that are zipped: Dask's Parquet reader may fuse the partitions of a column
+    subset, and not alike for two files."""
+    columns = [id_col, *variables]
+    originals, maskeds = original[columns].to_delayed(), masked[columns].to_delayed()
+    if len(originals) == len(maskeds):
+        parts = dask.persist(*[dask.delayed(_side_by_side)(o, m, id_col, variables)
+                               for o, m in zip(originals, maskeds)])
+        if all(dask.compute(*[dask.delayed(_is_frame)(p) for p in parts])):
+            return dd.from_delayed(list(parts), meta=_side_by_side(original._meta, masked._meta, id_col, variables),
                                    verify_meta=False)
-    m = masked[[id_col, *variables]].rename(columns={v: v + MASKED_SUFFIX for v in variables})
-    return original[[id_col, *variables]].merge(m, on=id_col, how="inner")
+    m = masked[columns].rename(columns={v: v + MASKED_SUFFIX for v in variables})
+    return original[columns].merge(m, on=id_col, how="inner")
 
 
 def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],

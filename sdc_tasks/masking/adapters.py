@@ -206,8 +206,10 @@ bottom_coding = CategoryMethod("values", coding_plan(bottom_coded), recoded)
 global_recoding = CategoryMethod("values", global_recoding_plan, recoded)
 pram = CategoryMethod("values", pram_plan, prammed)
 def suppression_counts(params: dict) -> str:
-    """What local suppression plans on: the first k records of each key combination (missing: any) or the
-    combination table (missing: category)."""
+    """What local suppression plans on: the combination table with summed weights (threshold), the first k
+    records of each key combination (missing: any) or the combination table (missing: category)."""
+    if params["threshold"] is not None:
+        return "weighted_combinations"
     return "first_records" if params["missing"] == "any" else "combinations"
 
 

@@ -24,10 +24,11 @@ import pandas as pd
 from sdc_tasks import blocking as B
 from sdc_tasks.masking.fold import ColumnFold, folded_records
 from sdc_tasks.masking.registry import BlockPlan
-from sdc_tasks.masking.suppression import first_records, merge_first_records
+from sdc_tasks.masking.risk_suppression import checked_weight
+from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
-from sdc_tasks.stats.frequencies import frequency_tables, scope_rows
+from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
 from sdc_tasks.stats.moments import frame_moments
 
 TARGET_PARTITION_ROWS = 250_000
@@ -271,8 +272,9 @@ RecordKernel = Callable[[np.ndarray, np.ndarray, dict, dict], np.ndarray]
 @dataclass(frozen=True)
 class CategoryMethod:
     """A categorical method: ``counts`` is "values" (a frequency table per variable), "combinations" (one
-    table of the variables' value combinations, missing counted as a value), "first_records" (the key values and
-    positions of the first k records of each combination) or a function of the parameters naming one; ``plan``
+    table of the variables' value combinations, missing counted as a value), "weighted_combinations" (that table
+    with summed sampling weights), "first_records" (the key values and positions of the first k records of each
+    combination) or a function of the parameters naming one; ``plan``
     makes a scope's plan from its counts, the parameters and the declared category orders; ``mask`` masks a
     scope's records of one partition (their positions in column ``_pos``) with it; ``masked_dtype``: the dtype a
     masked column takes given its input's, the variable and the parameters (None: the input's; e.g. a nullable
@@ -448,7 +450,10 @@ def category_plans(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     kind = method.counts(params) if callable(method.counts) else method.counts
     homes = [v for v in variables if v in ctx.household_variables]
     if kind == "first_records":
-        scopes = _first_records_scopes(ddf, variables, ctx.strata, params["k"])
+        scopes = _first_records_scopes(ddf, variables, ctx.strata, largest_k(params))
+    elif kind == "weighted_combinations":
+        table = weighted_frequency_table(ddf, variables, checked_weight(ddf._meta, variables, params), ctx.strata)
+        scopes = scope_rows(table, ctx.strata)
     else:
         groupings = [variables] if kind == "combinations" else [[v] for v in variables]
         units = [ctx.household if kind == "values" and g[0] in homes else None for g in groupings]

@@ -28,6 +28,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.masking.households import draw_keys
+from sdc_tasks.masking.risk_suppression import threshold_suppression_plan
 from sdc_tasks.masking.suppression import suppression_plan_any
 from sdc_tasks.record_random import record_uniforms
 from sdc_tasks.reserved import COUNT_COL, POS_COL, SUPPRESS_COL
@@ -328,12 +329,15 @@ def prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) ->
 
 
 def suppression_plan(table: pd.DataFrame, params: dict, orders: dict) -> pd.DataFrame:
-    """With ``missing: any``, the records that lose values (by position) from the first-records table
-    (sdc_tasks.masking.suppression); else the key combinations whose records lose values, with the bit mask of the
-    keys they lose."""
+    """With ``threshold``, the key combinations whose records lose values from the weighted combination table
+    (sdc_tasks.masking.risk_suppression); with ``missing: any``, the records that lose values (by position) from
+    the first-records table (sdc_tasks.masking.suppression); else the key combinations whose records lose values,
+    with the bit mask of the keys they lose."""
+    if params["threshold"] is not None:
+        return threshold_suppression_plan(table, params, orders)
     if params["missing"] == "any":
         keys = [c for c in table.columns if c != POS_COL]
-        return suppression_plan_any(table, keys, params["k"], params["importance"], params["never"])
+        return suppression_plan_any(table, keys, params)
     keys = [c for c in table.columns if c != COUNT_COL]
     pattern = suppression_patterns(table, keys, params["k"])
     return table.loc[pattern > 0, keys].assign(**{SUPPRESS_COL: pattern[pattern > 0]}).reset_index(drop=True)

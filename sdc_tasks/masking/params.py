@@ -136,22 +136,87 @@ class PramParams(Params):
 
 
 class LocalSuppressionParams(Params):
-    """Local suppression to k-anonymity on the key variables (statistical_databases_survey.txt, Local
-    suppression; k-anonymity)."""
+    """Local suppression to k-anonymity on the key variables or on sets of them (statistical_databases_survey.txt,
+    Local suppression; k-anonymity; sdcMicro kAnon's ``combs``), or until no record's individual risk is above a
+    threshold (mu-Argus; sdcMicro localSupp)."""
 
-    k: int = Field(ge=2, le=LARGEST_K, description="every combination of the key variables must occur at least k times")
+    k: int | list[int] | None = Field(default=None, description="every combination of the key variables must "
+                                      f"occur at least k times (2 to {LARGEST_K}); with combs or key_sets one k for "
+                                      "all, or one per entry; k or threshold is required")
+    threshold: float | None = Field(default=None, gt=0, lt=1, description="instead of k: values suppressed until no "
+                                    "record's individual risk is above this (mu-Argus; sdcMicro localSupp)")
+    weight: str | None = Field(default=None, description="with threshold: the sampling weight column the individual "
+                               "risk uses (default: a release's variables.weight, else each record weighs 1)")
     missing: Literal["any", "category"] = Field(
         default="any", description="a suppressed value matches any value (sdcMicro's and mu-Argus' convention; the "
         "procedure of sdcMicro's kAnon) or is a category of its own (a greedy on the key combinations)")
     importance: list[str] | None = Field(default=None, description="the keys from the most to the least important "
                                          "(the least important lose values first; default: fewer categories first)")
     never: list[str] = Field(default_factory=list, description="keys that never lose a value")
+    combs: list[int] | None = Field(default=None, description="sizes of key subsets: every subset of each size made "
+                                    "k-anonymous in turn instead of all the keys at once (sdcMicro kAnon's combs)")
+    key_sets: list[list[str]] | None = Field(default=None, description="sets of keys, each made k-anonymous in turn "
+                                             "instead of all the keys at once")
+
+    @field_validator("k", mode="plain")
+    @classmethod
+    def _k_values(cls, k: Any) -> int | list[int] | None:
+        """An integer from 2 to LARGEST_K, or a non-empty list of them."""
+        values = k if isinstance(k, list) else [k]
+        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
+        if k is not None and (not values or not whole or any(v < 2 or v > LARGEST_K for v in values)):
+            raise ValueError(f"must be an integer from 2 to {LARGEST_K}, or a list of them")
+        return k
+
+    @field_validator("threshold")
+    @classmethod
+    def _k_or_threshold(cls, threshold: float | None, info: ValidationInfo) -> float | None:
+        """Not beside k."""
+        if threshold is not None and info.data.get("k") is not None:
+            raise ValueError("give k (k-anonymity) or threshold (individual risk), not both")
+        return threshold
+
+    @field_validator("weight")
+    @classmethod
+    def _weight_with_threshold(cls, weight: str | None, info: ValidationInfo) -> str | None:
+        """Only with threshold."""
+        if weight is not None and info.data.get("threshold") is None:
+            raise ValueError("goes with threshold (the individual risk); k-anonymity counts records")
+        return weight
+
+    @field_validator("importance", "never")
+    @classmethod
+    def _ordered_with_any(cls, keys: list[str] | None, info: ValidationInfo) -> list[str] | None:
+        """Only with missing: any."""
+        if keys and info.data.get("missing") == "category":
+            raise ValueError("goes with missing: any")
+        return keys
+
+    @field_validator("combs", "key_sets")
+    @classmethod
+    def _sets_with_k(cls, sets: list | None, info: ValidationInfo) -> list | None:
+        """Non-empty entries, at most one of combs and key_sets, with k and missing: any, and one k per entry when
+        k is a list."""
+        if sets is None:
+            return sets
+        if not sets or any(not s if isinstance(s, list) else s < 1 for s in sets):
+            raise ValueError("must list at least one entry, each a size of at least 1 or a set of at least one key")
+        if info.data.get("k") is None or info.data.get("missing") == "category":
+            raise ValueError("goes with k and missing: any")
+        if info.data.get("combs") is not None:
+            raise ValueError("give combs or key_sets, not both")
+        k = info.data["k"]
+        if isinstance(k, list) and len(k) != len(sets):
+            raise ValueError(f"has {len(sets)} entries but k lists {len(k)} values: give one k, or one per entry")
+        return sets
 
     @model_validator(mode="after")
-    def _ordered_only_with_any(self) -> "LocalSuppressionParams":
-        """importance and never go with missing: any."""
-        if self.missing == "category" and (self.importance is not None or self.never):
-            raise ValueError("importance and never go with missing: any")
+    def _one_target(self) -> LocalSuppressionParams:
+        """k or threshold given; a list of k only with combs or key_sets."""
+        if self.k is None and self.threshold is None:
+            raise ValueError("give k (k-anonymity) or threshold (individual risk)")
+        if isinstance(self.k, list) and self.combs is None and self.key_sets is None:
+            raise ValueError("a list of k goes with combs or key_sets (one k per entry)")
         return self
 
 

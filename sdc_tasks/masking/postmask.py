@@ -28,9 +28,7 @@ from itertools import combinations_with_replacement
 
 import numba
 import numpy as np
-import pandas as pd
 
-from sdc_tasks.evaluation.pairing import nearest_original_rows
 from sdc_tasks.kdtree import kd_tree, nearest_index, nearest_records, tree_arrays
 
 IL1_BAND = 0.01  # post_masking_optimization.txt expr. (8): IL1 within [0.99, 1.01] x TargetIL1
@@ -301,17 +299,3 @@ def random_start(original: np.ndarray, n: int, rng: np.random.Generator) -> np.n
     each variable drawn independently from a normal with the original's mean and population sd."""
     x = np.asarray(original, dtype=np.float64)
     return x.mean(axis=0) + x.std(axis=0) * rng.standard_normal((n, x.shape[1]))
-
-
-def with_nearest_ids(original: pd.DataFrame, masked: pd.DataFrame, variables: list[str], id_col: str) -> pd.DataFrame:
-    """A copy of ``masked`` whose ids are those of each record's nearest original record (standardized
-    d-dimensional Euclidean distance): the correspondence c(i) under which post_masking_optimization.txt
-    sec. 2 computes IL1, ID and correct linkage, so that id-paired evaluation gives the paper's measures
-    (the pandas form of ``sdc evaluate --pairing paper``, sdc_tasks.evaluation.pairing)."""
-    x = original[variables].to_numpy(np.float64)
-    scale = x.std(axis=0)
-    rows = nearest_original_rows(x, masked[variables].to_numpy(np.float64), x.mean(axis=0),
-                                 np.where(scale > 0, scale, 1.0))
-    out = masked.copy()
-    out[id_col] = original[id_col].to_numpy()[rows]
-    return out

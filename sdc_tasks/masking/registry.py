@@ -273,11 +273,14 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "per variable, applied per partition"),
     Method("local_suppression", LocalSuppressionParams, "categorical",
            "local_suppression",
-           "local suppression: key values set to missing until every combination of the keys occurs at least "
-           "k times (greedy on the combination table; README, A release spec)",
-           "statistical_databases_survey.txt, Local suppression; k-anonymity",
+           "local suppression: key values set to missing, the least important key first, until every combination "
+           "of the keys (or of each key subset of combs, or set of key_sets) is shared by at least k records, a "
+           "missing value matching any value (sdcMicro's kAnon), or until no record's individual risk is above "
+           "threshold (mu-Argus; sdcMicro localSupp); docs/categorical.md, Local suppression",
+           "statistical_databases_survey.txt, Local suppression; k-anonymity; disclosure risk for categorical data",
            {"k": 3},
-           "combination counts by a Dask groupby, suppressions decided on that table, applied per partition",
+           "the first k records of each key combination (threshold: the combinations with summed weights) by a "
+           "Dask tree reduction, suppressions decided on that table, applied per partition",
            on_keys=True),
 )}
 
@@ -315,7 +318,8 @@ def _param_error(method: str, error: dict) -> str:
     if error["type"] in RANGE_ERRORS and name in METHODS[method].params.model_fields:
         allowed = _bounds(METHODS[method].params, name)
         return f"parameter '{name}' of {method} = {error['input']} is out of range: allowed {allowed}"
-    return f"parameter '{name}' of {method}: {error['msg'].removeprefix('Value error, ')}"
+    message = error["msg"].removeprefix("Value error, ")
+    return f"parameter '{name}' of {method}: {message}" if name else f"parameters of {method}: {message}"
 
 
 def validate_params(method: str, params: dict[str, Any], base_dir: str | Path = ".") -> dict[str, Any]:

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, replace
+from functools import cache, lru_cache
 
 GROUP_IL = "Information loss"
 GROUP_DR = "Disclosure risk"
@@ -59,6 +59,12 @@ CONTINUOUS = "continuous"
 CATEGORICAL = "categorical"
 
 OPEN = math.inf
+BEFORE = "_before"
+CHANGE = "_change_percent"
+ORIGINAL_FIGURE = "original"  # the family of the rows of a risk figure's original-file value and its change
+ORIGINAL_RISK_FAMILIES = ("cat_risk", "suda", "ldiversity")
+"""The families whose disclosure-risk figures are also computed on the original file (``<key>_before``) with
+their change (``<key>_change_percent``; docs/metrics.md "The original file's risk")."""
 CHAPTER = "sdc_methods_comparison_chapter.txt"
 SUDA = "Elliot et al. (SUDA); Manning et al. 2008 (SUDA2); sdcMicro suda2"
 LDIV = "Machanavajjhala et al. 2007 (l-diversity); sdcMicro ldiversity"
@@ -100,6 +106,11 @@ class Measure:
     direction: str
     range: tuple[float, float] | None
     source: str
+
+    @property
+    def derived(self) -> bool:
+        """Whether the row describes a figure derived from another key (its original-file value or change)."""
+        return self.family == ORIGINAL_FIGURE
 
 
 FAMILY_ROWS: tuple[MetricFamily, ...] = (
@@ -276,6 +287,11 @@ MEASURES: tuple[Measure, ...] = (
     _row("household_risk_max", "cat_risk", "Largest household risk", FRACTION, range=(0.0, 1.0), source=HOUSEHOLD),
     _row("households_risk_above_0.1", "cat_risk", "Households with a risk above 0.1", PERCENT, range=(0.0, 100.0),
          source=HOUSEHOLD),
+    _row(f"<key>{BEFORE}", ORIGINAL_FIGURE, "{i} of the original file (the risk before masking), computed as for "
+         "the release", "unit of <key>", NEUTRAL, None, group=GROUP_DR, pattern=rf"(.+){BEFORE}"),
+    _row(f"<key>{CHANGE}", ORIGINAL_FIGURE, "Change of {i} from the original file to the release, in percent of "
+         "the original's value (0 when both are 0)", PERCENT, NEUTRAL, (-100.0, OPEN), group=GROUP_DR,
+         pattern=rf"(.+){CHANGE}"),
     _row("ldiversity_distinct_min_<var>", "ldiversity", "Smallest number of distinct values of a sensitive "
          "variable in a key combination (distinct l-diversity)", COUNT, HIGHER, source=LDIV,
          pattern=r"ldiversity_distinct_min_(.+)"),
@@ -376,19 +392,51 @@ def families() -> tuple[MetricFamily, ...]:
     return FAMILY_ROWS
 
 
+def has_original_figure(key: str) -> bool:
+    """Whether the metrics.json key ``key`` is a disclosure-risk figure of ORIGINAL_RISK_FAMILIES, which an
+    evaluation also computes on the original file."""
+    try:
+        measure = MEASURES[_match(key)[0]]
+    except KeyError:
+        return False
+    return measure.family in ORIGINAL_RISK_FAMILIES and measure.group == GROUP_DR
+
+
 @lru_cache(maxsize=None)
 def _match(key: str) -> tuple[int, str]:
-    """(row index, the part ``{i}`` stands for) of the first row matching ``key``; KeyError naming an unknown key."""
+    """(row index, the part ``{i}`` stands for) of the first row matching ``key`` (a derived row only when the
+    part is a key :func:`has_original_figure`); KeyError naming an unknown key."""
     for index, measure in enumerate(MEASURES):
         found = re.fullmatch(measure.pattern, key)
-        if found:
+        if found and not (measure.derived and not has_original_figure(found.group(1))):
             return index, found.group(1) if found.groups() else ""
     raise KeyError(f"{key!r} is not a metrics.json key of the catalogue (sdc_tasks.metrics.catalogue, {DOCS})")
 
 
+@cache
 def measure_of(key: str) -> Measure:
-    """The catalogue row of a metrics.json key; KeyError naming the key when no row describes it."""
-    return MEASURES[_match(key)[0]]
+    """The catalogue row of a metrics.json key; KeyError naming the key when no row describes it. The row of an
+    original-file figure or change takes the family, direction and (for ``<key>_before``) unit and range of the
+    key it derives from, so that the gate and the reports treat it as that key's family."""
+    index, part = _match(key)
+    measure = MEASURES[index]
+    if not measure.derived:
+        return measure
+    source = MEASURES[_match(part)[0]]
+    if key.endswith(BEFORE):
+        return replace(measure, family=source.family, unit=source.unit, direction=source.direction,
+                       range=source.range)
+    return replace(measure, family=source.family, direction=source.direction)
+
+
+def derived_from(key: str) -> str | None:
+    """The key an original-file figure or change derives from (sample_uniques for sample_uniques_before), None
+    for any other key (one the catalogue does not know included)."""
+    try:
+        index, part = _match(key)
+    except KeyError:
+        return None
+    return part if MEASURES[index].derived else None
 
 
 def description_of(key: str) -> str:
@@ -398,7 +446,11 @@ def description_of(key: str) -> str:
 
 
 def key_order(key: str) -> tuple[int, int, int, str]:
-    """Where a key sorts in a report: (group in GROUP_ORDER, catalogue row, its number, the key)."""
+    """Where a key sorts in a report: (group in GROUP_ORDER, catalogue row, its number, the key); an original-file
+    figure or change sorts right after the key it derives from."""
+    source = derived_from(key)
+    if source is not None:
+        return (*key_order(source)[:3], key)
     index, part = _match(key)
     return GROUP_ORDER.index(MEASURES[index].group), index, int(part) if part.isdigit() else 0, key
 

@@ -19,7 +19,7 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.categorical_loss import MISSING_CODE, MISSING_TEXT, canonical
 from sdc_tasks.reserved import COUNT_COL as COUNT
-from sdc_tasks.reserved import MASKED_ROW, ORIGINAL_ROW, PATTERN_COL
+from sdc_tasks.reserved import MASKED_ROW, ORIGINAL_ROW, PATTERN_COL, ROW_COL
 from sdc_tasks.reserved import WEIGHT_COL as WEIGHT
 
 KANON_KS = (2, 3, 5)
@@ -74,6 +74,27 @@ def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             acc += joined[sums].fillna(0.0).to_numpy()
         out.append(pd.DataFrame(acc, columns=sums, index=rows.index))
     return pd.concat(out).loc[table.index] if out else table[sums]
+
+
+def combination_rows(part: pd.DataFrame, table: pd.DataFrame, keys: list[str], text: dict[str, bool]) -> np.ndarray:
+    """The row position in ``table`` (a :func:`combination_counts` table of these records or of a file holding
+    them, or any frame of its key columns) of each record's key combination, matched on the canonical values
+    (missing a value of its own); ValueError when the table lacks a record's combination."""
+    canon = pd.DataFrame({k: canonical(part[k], text[k]) for k in keys})
+    rows = table[keys].reset_index(drop=True).assign(**{ROW_COL: np.arange(len(table))})
+    found = canon.merge(rows, on=keys, how="left")[ROW_COL]
+    if found.isna().any():
+        raise ValueError(f"{int(found.isna().sum())} records have a key combination the combination table lacks")
+    return found.to_numpy(np.int64)
+
+
+def compatible_frequencies(part: pd.DataFrame, text: dict[str, bool] | None = None) -> np.ndarray:
+    """f_k of each record of ``part`` (every column a key; ``text``: which are read as text, default none): the
+    records that agree with it on every key where both have a value (:func:`compatible_totals`)."""
+    keys = list(part.columns)
+    text = text or {k: False for k in keys}
+    table = combination_counts(part, keys, text)
+    return compatible_totals(table, keys)[COUNT].to_numpy()[combination_rows(part, table, keys, text)]
 
 
 def kanonymity(table: pd.DataFrame, keys: list[str]) -> dict:

@@ -18,8 +18,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from sdc_tasks.metrics.categorical_loss import canonical
-from sdc_tasks.metrics.categorical_risk import COUNT, RISK_THRESHOLD
+from sdc_tasks.metrics.categorical_risk import COUNT, RISK_THRESHOLD, combination_rows
 
 SURVIVAL = "_survival"  # 1 - r_i of a record, then the product over a household's members
 MEMBERS = "_members"
@@ -29,8 +28,7 @@ def member_survival(part: pd.DataFrame, keys: list[str], text: dict[str, bool], 
                     risks: pd.DataFrame) -> pd.DataFrame:
     """(household id, 1 - r_i) of each record of a partition, r_i its key combination's individual risk
     (``risks``: the combination table's keys beside each combination's risk, column SURVIVAL holding 1 - r)."""
-    codes = pd.DataFrame({k: canonical(part[k], text[k]) for k in keys})
-    survival = codes.merge(risks, on=keys, how="left")[SURVIVAL].to_numpy()
+    survival = risks[SURVIVAL].to_numpy()[combination_rows(part, risks, keys, text)]
     return pd.DataFrame({household: part[household].to_numpy(), SURVIVAL: survival, MEMBERS: 1.0})
 
 

@@ -213,11 +213,13 @@ class ReleaseSpec(_Strict):
     def _steps_use_known_variables(self) -> "ReleaseSpec":
         for i, step in enumerate(self.steps):
             self._check_step_variables(i)
+            if step.params.get("threshold") is not None and step.params.get("weight") is None:
+                step.params["weight"] = self.variables.weight  # the risk a threshold limits is the release's
         self._check_metric_variables()
         if self.gate.min_group_size is not None:
             for i, step in enumerate(self.steps):
                 k = step.params.get("k")
-                if k is not None and k < self.gate.min_group_size:
+                if k is not None and min(k if isinstance(k, list) else [k]) < self.gate.min_group_size:
                     raise ValueError(
                         f"steps.{i}.params.k = {k} is below gate.min_group_size = {self.gate.min_group_size}"
                     )

@@ -202,12 +202,10 @@ def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
 
 def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     """The per-variable figures of the release's report (sdc_tasks.evaluation.profile.release_profile): masked/
-    against the original, the categorical keys' risk before masking when the spec computes ``cat_risk``."""
+    against the original, continuous and categorical variables."""
     original = original_records(spec, paths.checkpoint)
-    roles = spec.variables
-    keys = spec.categorical_keys if "cat_risk" in spec.metrics else []
-    return release_profile(original, read_table(paths.masked, "parquet"), spec.id_column, list(roles.continuous),
-                           list(roles.categorical), list(keys), roles.weight, category_orders(spec, original))
+    return release_profile(original, read_table(paths.masked, "parquet"), spec.id_column,
+                           list(spec.variables.continuous), list(spec.variables.categorical))
 
 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:

@@ -110,6 +110,7 @@ class ReleaseSummary:
             "stage_seconds": self.stage_seconds,
             "ru_points": ru_points(self.label, self.metrics),
             "profile": self.profile,
+            "value_labels": self.value_labels or {},
         }
 
 

@@ -132,3 +132,26 @@ def risk_before_after_figure(rows: list[tuple[str, float, float]]) -> Figure:
     fig.suptitle("Categorical disclosure risk before and after masking", fontsize=9)
     fig.tight_layout()
     return fig
+
+
+def category_counts_figure(profiles: list[dict], names: list[list[str]]) -> Figure:
+    """Per categorical variable, the records in each category in the original file beside the release (bars side
+    by side; ``names``: per variable, the tick text of each of its categories, such as "2 (Female)"); the
+    categories counted together and the missing values are in the table beside it."""
+    nrows, ncols = panel_grid(len(profiles))
+    fig = new_figure(3.0 * ncols, 2.6 * nrows)
+    for i, (profile, ticks) in enumerate(zip(profiles, names)):
+        ax = fig.add_subplot(nrows, ncols, i + 1)
+        positions = np.arange(len(ticks))
+        for shift, name in ((-0.2, "original"), (0.2, "masked")):
+            ax.bar(positions + shift, [c[name] for c in profile["categories"]], width=0.4, color=COLORS[name],
+                   label=name)
+        ax.set_xticks(positions, ticks, fontsize=6, rotation=90)
+        ax.tick_params(axis="y", labelsize=6)
+        ax.set_title(profile["variable"], fontsize=8)
+    if profiles:
+        fig.axes[0].legend(fontsize=7)
+    fig.suptitle("Categorical variables: records per category, original vs released", fontsize=9)
+    fig.tight_layout()
+    return fig
+

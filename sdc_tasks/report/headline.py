@@ -12,8 +12,9 @@ import json
 from dataclasses import dataclass
 
 from sdc_tasks.masking.postmask_outcome import outcome_from_dict
-from sdc_tasks.metrics.catalogue import anchor_of, measure_of
+from sdc_tasks.metrics.catalogue import BEFORE, CHANGE, anchor_of, measure_of
 from sdc_tasks.report.document import format_value, html_text, unit_value_text
+from sdc_tasks.report.metric_table import change_text
 
 HEADLINE_KEYS = ("IL", "PIL", "DLD", "PLD", "ID", "score", "kanon_violations_3", "sample_uniques", "indiv_risk_max",
                  "PLD_cat")
@@ -30,7 +31,9 @@ NEGATED_OPS = {"<=": ">", "<": ">=", ">=": "<", ">": "<=", "==": "!="}
 
 @dataclass(frozen=True)
 class KeyNumber:
-    """One headline number: its key, value, catalogue unit, direction, anchor and the gate limit on it (if any)."""
+    """One headline number: its key, value, catalogue unit, direction, anchor, the gate limit on it (if any) and,
+    for a figure computed on the original file too, its value there (``<key>_before``) and its change in percent
+    (``<key>_change_percent``; None when not finite)."""
 
     key: str
     value: float
@@ -38,6 +41,8 @@ class KeyNumber:
     direction: str
     anchor: str
     limit: float | None
+    before: float | None = None
+    change_percent: float | None = None
 
 
 @dataclass(frozen=True)
@@ -124,10 +129,11 @@ def headline_keys(metrics: dict, gate: dict | None = None) -> list[str]:
 
 
 def key_numbers(metrics: dict, gate: dict | None = None) -> list[KeyNumber]:
-    """The headline's keys (:func:`headline_keys`) with their values, catalogue unit, direction and anchor and the
-    gate's limit on each."""
+    """The headline's keys (:func:`headline_keys`) with their values, catalogue unit, direction and anchor, the
+    gate's limit on each and, where the metrics hold them, the original file's value and the change."""
     limits = gate_maxima(gate)
-    return [KeyNumber(k, float(metrics[k]), measure_of(k).unit, measure_of(k).direction, anchor_of(k), limits.get(k))
+    return [KeyNumber(k, float(metrics[k]), measure_of(k).unit, measure_of(k).direction, anchor_of(k), limits.get(k),
+                      metrics.get(k + BEFORE), metrics.get(k + CHANGE))
             for k in headline_keys(metrics, gate)]
 
 
@@ -172,10 +178,14 @@ CHECK_HEADERS = ("Gate check", "Value", "Limit", "Margin", "Result")
 
 
 def _number_note(number: KeyNumber) -> str:
-    """The line under a key number: its unit, direction and gate limit."""
+    """The line under a key number: its unit, direction, gate limit and the original file's value with the
+    change ("original 12, +108.3 %")."""
     parts = [number.unit, number.direction]
     if number.limit is not None:
         parts.append(f"limit {format_value(number.limit)}")
+    if number.before is not None:
+        parts.append(f"original {unit_value_text(number.before, number.unit)}, "
+                     f"{change_text(number.change_percent, number.value)}")
     return ", ".join(parts)
 
 

@@ -19,8 +19,10 @@ from sdc_tasks.metrics.catalogue import (
     HIGHER,
     LOWER,
     MEASURES,
+    RECORDS,
     Measure,
     anchor_of,
+    derived_from,
     measure_of,
     range_text,
     row_anchor,
@@ -35,6 +37,7 @@ from sdc_tasks.report.document import (
     unit_value_text,
 )
 from sdc_tasks.report.figures import (
+    category_counts_figure,
     correlation_difference_figure,
     distributions_figure,
     dld_curve_figure,
@@ -43,7 +46,7 @@ from sdc_tasks.report.figures import (
     risk_before_after_figure,
 )
 from sdc_tasks.report.headline import gate_maxima, headline, headline_html, headline_markdown, method_chain, params_text
-from sdc_tasks.report.metric_table import metrics_table_rows
+from sdc_tasks.report.metric_table import metrics_table_rows, risk_changes
 from sdc_tasks.report.ru_map import RU_MAP_NAME, gate_limits, pareto_front, ru_map_figure
 
 DEFINITION_PREFIX = "def-"
@@ -108,6 +111,54 @@ def variables_sections(profile: dict | None) -> list[Section]:
     return [distributions, shares]
 
 
+def category_text(code: str, labels: dict[str, str] | None) -> str:
+    """A category as a report names it: its code, with its value label beside it when the input file gives one
+    ("2 (Female)")."""
+    label = (labels or {}).get(code)
+    return f"{code} ({label})" if label is not None else code
+
+
+def labelled_text(value_labels: dict[str, dict[str, str]], variables: list[str]) -> str:
+    """Which of ``variables`` carry value labels from the input file, as a sentence."""
+    labelled = [v for v in variables if v in value_labels]
+    if not labelled:
+        return "No categorical variable carries value labels from the input file."
+    return (f"Value labels from the input file (SPSS, Stata or SAS) are shown beside the codes of the labelled "
+            f"variables: {', '.join(labelled)}.")
+
+
+def categorical_sections(profile: dict | None, value_labels: dict[str, dict[str, str]]) -> list[Section]:
+    """Per categorical variable, its records per category in the original file and in the release (table and
+    picture), each category named by its code and, for a labelled variable, its value label."""
+    profiles = (profile or {}).get("categories") or []
+    if not profiles:
+        return []
+    names = [[category_text(c["code"], value_labels.get(p["variable"])) for c in p["categories"]] for p in profiles]
+    def count(value: float) -> str:
+        """A number of records, whole."""
+        return unit_value_text(value, RECORDS)
+
+    rows = []
+    for p, categories in zip(profiles, names):
+        rows += [(p["variable"], name, count(c["original"]), count(c["masked"]))
+                 for name, c in zip(categories, p["categories"])]
+        if p["other"]:
+            rows.append((p["variable"], f"{p['other']['categories']} other categories", count(p["other"]["original"]),
+                         count(p["other"]["masked"])))
+        if any(p["missing"]):
+            rows.append((p["variable"], "missing (suppressed)", *(count(m) for m in p["missing"])))
+    variables = [p["variable"] for p in profiles]
+    return [Section("Per categorical variable: original vs released", anchor="categories",
+                    paragraphs=["Records per category in the original file and in the release. Only categories "
+                                "the release holds are named (a category masking removed is confidential); those "
+                                "and, for a variable with many categories, all but the most frequent are counted "
+                                "together as other categories; missing counts values without a category "
+                                "(suppressed ones included). " + labelled_text(value_labels, variables)],
+                    pictures=[Picture("Records per category, original (blue) and released (orange)",
+                                      png_bytes(category_counts_figure(profiles, names)))],
+                    table=Table(("Variable", "Category", "Original (records)", "Released (records)"), rows))]
+
+
 def linkage_section(metrics: dict, gate: dict | None) -> list[Section]:
     """The DLD_1..DLD_m curve over the number of key variables (when DLD was computed)."""
     curve = numbered(metrics, "DLD")
@@ -151,30 +202,35 @@ def ru_section(points: list[dict], picture: Picture | None) -> Section:
                                rows))
 
 
-def risk_before_after_section(metrics: dict, profile: dict | None) -> list[Section]:
-    """The categorical keys' risk before masking (the original file) beside after (the release), as sdcMicro
-    prints it."""
-    before = (profile or {}).get("risk_before")
-    if not before:
+def risk_before_after_section(metrics: dict) -> list[Section]:
+    """Every categorical disclosure-risk figure of the original file (before masking) beside the release's (after)
+    and its change, as sdcMicro prints the risk before and after (the ``<key>_before`` and ``<key>_change_percent``
+    keys of the metrics, :func:`~sdc_tasks.report.metric_table.risk_changes`); the main figures drawn."""
+    changes = risk_changes(metrics)
+    if not changes:
         return []
-    keys = [k for k in RISK_BEFORE_KEYS if k in before and k in metrics]
-    rows = [(k, *(unit_value_text(v[k], measure_of(k).unit) for v in (before, metrics)), measure_of(k).unit)
-            for k in keys]
-    figure = risk_before_after_figure([(f"{k} ({measure_of(k).unit})", before[k], metrics[k]) for k in keys])
+    rows = [(c.key, unit_value_text(c.original, c.unit), unit_value_text(c.released, c.unit), c.change_text(),
+             c.unit, "higher" if c.direction == HIGHER else "lower") for c in changes]
+    drawn = [c for c in changes if c.key in RISK_BEFORE_KEYS and c.released is not None]
+    pictures = [Picture("Risk before and after masking", png_bytes(risk_before_after_figure(
+        [(f"{c.key} ({c.unit})", c.original, c.released) for c in drawn])))] if drawn else []
     return [Section("Categorical disclosure risk before and after masking", anchor="risk-before-after",
-                    paragraphs=["The categorical key variables' risk in the original file (before) and in the "
-                                "released one (after): records violating k-anonymity, sample uniques and "
-                                "individual re-identification risk (docs/categorical.md)."],
-                    pictures=[Picture("Risk before and after masking", png_bytes(figure))],
-                    table=Table(("Measure", "Before", "After", "Unit"), rows, links=[_link(k) for k in keys]))]
+                    paragraphs=["Each disclosure-risk figure of the categorical keys computed on the original file "
+                                "as it is computed on the release (metrics.json: <key>_before) beside the "
+                                "release's, and the change in percent of the original's value (<key>_change_percent; "
+                                "\"new\" where the original's was 0); the gate can limit both (docs/metrics.md, "
+                                "docs/categorical.md)."],
+                    pictures=pictures,
+                    table=Table(("Figure", "Original file", "Released", "Change", "Unit", "Better"), rows,
+                                links=[DEFINITION_PREFIX + c.anchor for c in changes]))]
 
 
 def metric_sections(metrics: dict) -> list[Section]:
     """The metrics heading and one table section per metric group, each measure linking to its definition."""
-    rows = metrics_table_rows(metrics)
+    rows = [r for r in metrics_table_rows(metrics) if derived_from(r["measure"]) is None]
     note = ("Every number with its unit; each measure links to its definition at the end of this report and in "
             f"{DOCS}. Lower is better for every loss, risk and score measure unless its description says "
-            "otherwise.")
+            "otherwise. The original file's risk figures and their changes are in the before-and-after table.")
     intro = Section("All metrics", anchor="metrics", paragraphs=[note if rows else "No metrics were recorded."])
     groups = []
     for group in GROUP_ORDER:
@@ -206,6 +262,7 @@ def run_section(summary: dict) -> Section:
         ("Dropped", _names(variables["dropped"])),
         ("Passed through unchanged", _names(variables.get("passed_through", []))),
         ("Strata", variables["strata"] or "none"),
+        ("Value labels", _names(sorted(summary.get("value_labels") or {}))),
     ]
     return Section("Run details", anchor="run", table=Table(("Field", "Value"), rows, numbers_right=False))
 
@@ -254,10 +311,11 @@ def report_sections(summary: dict, ru: Picture | None) -> list[Section]:
     metrics, profile = summary["metrics"], summary.get("profile")
     return [
         *variables_sections(profile),
+        *categorical_sections(profile, summary.get("value_labels") or {}),
         *linkage_section(metrics, summary["gate"]),
         *correlation_section(profile),
         ru_section(summary["ru_points"], ru),
-        *risk_before_after_section(metrics, profile),
+        *risk_before_after_section(metrics),
         *metric_sections(metrics),
         steps_section(summary["steps"]),
         run_section(summary),

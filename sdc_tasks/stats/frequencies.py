@@ -6,7 +6,7 @@ import dask
 import dask.dataframe as dd
 import pandas as pd
 
-from sdc_tasks.reserved import COUNT_COL
+from sdc_tasks.reserved import COUNT_COL, WEIGHT_COL
 
 
 def _tidy(counts: pd.Series, by: list[str]) -> pd.DataFrame:
@@ -37,6 +37,18 @@ def _counted(ddf: dd.DataFrame, by: list[str], unit: str | None, dropna: bool):
         return ddf[by].groupby(by, dropna=dropna, observed=True).size()
     distinct = ddf[[*by, unit]].drop_duplicates(split_out=ddf.npartitions)
     return distinct[by].groupby(by, dropna=dropna, observed=True).size()
+
+
+def weighted_frequency_table(ddf: dd.DataFrame, columns: list[str], weight: str | None,
+                             strata: str | None = None) -> pd.DataFrame:
+    """The records (``count``) and summed sampling weights (WEIGHT_COL; the records when ``weight`` is None) of
+    each combination of ``columns``, missing a value of its own (within each stratum when ``strata`` names a
+    column: it leads the grouping), by a per-partition groupby merged by a tree reduction."""
+    lead = [strata] if strata else []
+    weights = ddf[weight].astype("float64") if weight else 1.0
+    frame = ddf[lead + columns].assign(**{COUNT_COL: 1.0, WEIGHT_COL: weights})
+    sums = frame.groupby(lead + columns, dropna=False, observed=True)[[COUNT_COL, WEIGHT_COL]].sum().compute()
+    return sums.reset_index().sort_values(lead + columns, kind="stable", na_position="last").reset_index(drop=True)
 
 
 def scope_rows(table: pd.DataFrame, strata: str | None) -> dict:
