@@ -170,7 +170,7 @@ def test_a_small_mask_imports_no_drawing_and_no_flow_engine(tmp_path):
     argv = ["mask", "--input", str(bundled_path("census.csv")), "--method", "mdav", "--param", "k=3",
             "--out", str(tmp_path / "masked.parquet")]
     done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT)})
     assert (tmp_path / "masked.parquet").is_dir(), done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 
