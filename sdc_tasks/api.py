@@ -44,6 +44,7 @@ from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
+from sdc_tasks.masking.swap_outcome import SwapOutcome
 from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
@@ -64,12 +65,13 @@ class MaskResult:
     the method ran in, what became of each column (``{"AGI": "masked", "REGION": "passed_through",
     "record_id": "id"}``) and, for postmask and synthetic_postmask, what the step reached (E before and after,
     TargetE, IL1 ratio, tries, whether TargetE was met: ``sdc_tasks.masking.postmask_outcome``; for local
-    suppression with household-level variables, the extra suppressions: ``sdc_tasks.masking.household_outcome``)."""
+    suppression with household-level variables, the extra suppressions: ``sdc_tasks.masking.household_outcome``;
+    for record_swap the swap rates reached, risky and unmatched households: ``sdc_tasks.masking.swap_outcome``)."""
 
     data: pd.DataFrame | dd.DataFrame | Path
     blocks: int
     columns: dict[str, str]
-    outcome: PostMaskOutcome | HouseholdOutcome | None = None
+    outcome: PostMaskOutcome | HouseholdOutcome | SwapOutcome | None = None
 
 
 def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Sequence[str] | None = None,

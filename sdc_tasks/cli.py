@@ -418,13 +418,20 @@ def generate_cmd(rows: int = typer.Option(..., help="number of records"),
                  out: Path = typer.Option(..., help="output Parquet dataset directory"),
                  seed: int = typer.Option(0, help="random seed"),
                  strata: int = typer.Option(0, help="number of strata (0: no stratum column)"),
-                 rows_per_file: int = typer.Option(1_000_000, help="records per Parquet file")) -> None:
-    """Write N synthetic Census-like records (13 skewed, correlated variables, unique record_id)."""
-    from sdc_tasks.generate import write_synthetic
+                 rows_per_file: int = typer.Option(1_000_000, help="records per Parquet file"),
+                 households: bool = typer.Option(False, "--households", help="persons in households instead: "
+                                                 "household_id, region > district > area, hhsize, age, sex, "
+                                                 "nationality, tenure, weight")) -> None:
+    """Write N synthetic Census-like records (13 skewed, correlated variables, unique record_id), or with
+    --households N persons of a census household file."""
+    from sdc_tasks.generate import write_households, write_synthetic
 
     with _reported("generate"), _progress("generate"):
-        files = write_synthetic(out, rows, seed=seed, strata=strata, rows_per_file=rows_per_file)
-    typer.echo(f"wrote {rows} records in {len(files)} files to {out}")
+        if households and strata:
+            raise InputError("--strata goes with the Census-like records, not with --households")
+        files = (write_households(out, rows, seed=seed, rows_per_file=rows_per_file) if households else
+                 write_synthetic(out, rows, seed=seed, strata=strata, rows_per_file=rows_per_file))
+    typer.echo(f"wrote {rows} {'persons' if households else 'records'} in {len(files)} files to {out}")
 
 
 def main() -> None:

@@ -1,4 +1,6 @@
-"""Synthetic Census-like microdata: a Gaussian copula fitted to the bundled Census file, written as Parquet in chunks.
+"""Synthetic Census-like microdata: a Gaussian copula fitted to the bundled Census file, or persons in households
+with a nested geography (``write_households``, the household file of targeted record swapping), written as Parquet
+in chunks.
 
 Every chunk is drawn from ``numpy.random.default_rng([seed, chunk_index])`` and row ``r`` of a chunk uses only
 the first ``r + 1`` rows of that stream, so the output depends on the seed and the chunk layout, never on workers.
@@ -202,20 +204,112 @@ def write_synthetic(
     Part ``i`` is ``synthetic_chunk(model, ..., seed, chunk_index=i, first_id=i * rows_per_file)``; only one chunk is
     in memory at a time. The dataset appears at ``out_dir`` only when complete; an existing ``out_dir`` is an error.
     """
-    rows = checked_int("rows", rows, 1)
-    seed = checked_int("seed", seed, 0)
     strata = checked_int("strata", strata, 0)
-    rows_per_file = checked_int("rows_per_file", rows_per_file, 1)
     model = census_model(census_reference() if reference is None else reference)
+    return write_chunks(out_dir, rows, seed, rows_per_file,
+                        lambda n, index, first: synthetic_chunk(model, n, seed, index, first, strata))
+
+
+def write_chunks(out_dir: str | Path, rows: int, seed: int, rows_per_file: int, chunk) -> list[Path]:
+    """Write ``rows`` records as Parquet parts of at most ``rows_per_file`` rows, part ``i`` being
+    ``chunk(rows of the part, i, i * rows_per_file)``; return the part paths. Only one chunk is in memory at a time;
+    the dataset appears at ``out_dir`` only when complete; an existing ``out_dir`` is an error."""
+    rows = checked_int("rows", rows, 1)
+    checked_int("seed", seed, 0)
+    rows_per_file = checked_int("rows_per_file", rows_per_file, 1)
     final = Path(out_dir).resolve()
     names = []
     starts = range(0, rows, rows_per_file)
     with atomic_output_dir(final, overwrite=False, inputs=[]) as tmp:
         count(0, len(starts), "files")
         for index, first_id in enumerate(starts):
-            chunk = synthetic_chunk(model, min(rows_per_file, rows - first_id), seed, index, first_id, strata)
+            frame = chunk(min(rows_per_file, rows - first_id), index, first_id)
             path = part_path(tmp, index)
-            pq.write_table(pa.Table.from_pandas(chunk, preserve_index=False), path)
+            pq.write_table(pa.Table.from_pandas(frame, preserve_index=False), path)
             names.append(path.name)
             count(index + 1, len(starts), "files")
     return [final / name for name in names]
+
+
+# ---- synthetic census households ----
+
+HOUSEHOLD_SIZES = np.array([0.30, 0.30, 0.15, 0.14, 0.06, 0.03, 0.015, 0.005])
+"""Share of households of 1..8 persons (a European census' shape: a third alone, a third in couples)."""
+NATIONALS = 0.92
+"""Share of households of the country's nationality; the others draw one of NATIONALITIES - 1 foreign ones,
+Zipf-like."""
+NATIONALITIES = 40
+AGE_BAND = 10
+"""Width of the age groups (0-9, 10-19, ...), the coarse age of the risk variables."""
+TENURES = ("owner", "renter", "other")
+TENURE_SHARES = (0.6, 0.33, 0.07)
+
+
+@dataclass(frozen=True)
+class Geography:
+    """The nested geographic hierarchy of the household generator: ``regions`` regions, each of ``districts``
+    districts, each of ``areas`` areas; codes are unique within their level (district = region * 100 + d, area =
+    district * 100 + a) so each level is nested in the one above."""
+
+    regions: int = 8
+    districts: int = 10
+    areas: int = 20
+
+    def codes(self, area_index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(region, district, area) codes of areas numbered 0 .. regions * districts * areas - 1."""
+        region, rest = np.divmod(area_index, self.districts * self.areas)
+        district, area = np.divmod(rest, self.areas)
+        district_code = (region + 1) * 100 + district + 1
+        return region + 1, district_code, district_code * 100 + area + 1
+
+
+def household_chunk(rows: int, seed: int, chunk_index: int, first_id: int,
+                    geography: Geography = Geography()) -> pd.DataFrame:
+    """``rows`` synthetic persons in households, person ids ``first_id`` .. ``first_id + rows - 1``, household ids
+    ``first_id`` + the household's number in the chunk (unique over chunks). Per household: region > district >
+    area (areas Zipf-like in size), size (HOUSEHOLD_SIZES; the chunk's last household cut to the rows left),
+    nationality (NATIONALS national, else Zipf-like), tenure and weight (a 10 % sample: 8 to 12); per person: age
+    (a first adult 18-94, a second adult 18-94 in households of 2 and more, the others children 0-24), its
+    AGE_BAND-year group and sex. The
+    stream is ``default_rng([seed, chunk_index, 1])``."""
+    rows = checked_int("rows", rows, 1)
+    rng = np.random.default_rng([checked_int("seed", seed, 0), checked_int("chunk_index", chunk_index, 0), 1])
+    sizes = rng.choice(np.arange(1, len(HOUSEHOLD_SIZES) + 1), size=rows, p=HOUSEHOLD_SIZES)
+    households = int(np.searchsorted(np.cumsum(sizes), rows)) + 1
+    sizes = sizes[:households]
+    sizes[-1] -= int(sizes.sum()) - rows
+    cells = geography.regions * geography.districts * geography.areas
+    area_weight = 1.0 / np.sqrt(np.arange(1, cells + 1))
+    area_index = rng.permutation(cells)[rng.choice(cells, size=households, p=area_weight / area_weight.sum())]
+    region, district, area = geography.codes(area_index)
+    foreign = rng.random(households) >= NATIONALS
+    zipf = 1.0 / np.arange(1, NATIONALITIES)
+    nationality = np.where(foreign, 2 + rng.choice(NATIONALITIES - 1, size=households, p=zipf / zipf.sum()), 1)
+    tenure = rng.choice(len(TENURES), size=households, p=TENURE_SHARES)
+    weight = rng.uniform(8.0, 12.0, households)
+    member = np.arange(rows) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    adult = member < np.minimum(np.repeat(sizes, sizes), 2)
+    age = np.where(adult, rng.integers(18, 95, rows), rng.integers(0, 25, rows))
+
+    def each(values: np.ndarray) -> np.ndarray:
+        """A household value repeated for each member."""
+        return np.repeat(values, sizes)
+
+    return pd.DataFrame({
+        "record_id": np.arange(first_id, first_id + rows, dtype=np.int64),
+        "household_id": each(np.arange(first_id, first_id + households, dtype=np.int64)),
+        "region": each(region).astype(np.int64), "district": each(district).astype(np.int64),
+        "area": each(area).astype(np.int64), "hhsize": each(sizes).astype(np.int64),
+        "age": age.astype(np.int64), "age_group": (age // AGE_BAND).astype(np.int64),
+        "sex": rng.integers(1, 3, rows).astype(np.int64),
+        "nationality": each(nationality).astype(np.int64),
+        "tenure": each(np.asarray(TENURES, dtype=object)[tenure]), "weight": each(weight),
+    })
+
+
+def write_households(out_dir: str | Path, rows: int, seed: int = 0, rows_per_file: int = 1_000_000,
+                     geography: Geography = Geography()) -> list[Path]:
+    """Write ``rows`` synthetic persons in households (``household_chunk``) as Parquet parts of at most
+    ``rows_per_file`` persons; households never span parts. Returns the part paths."""
+    return write_chunks(out_dir, rows, seed, rows_per_file,
+                        lambda n, index, first: household_chunk(n, seed, index, first, geography))

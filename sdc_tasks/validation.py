@@ -290,6 +290,14 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
                      "write it with one type throughout")
 
 
+def household_faults(ddf: dd.DataFrame, household: str, variables: list[str]) -> list[int]:
+    """[records without a household id, then per variable the households whose members differ on it], in one
+    computation."""
+    missing = ddf[household].isna().sum()
+    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in variables]
+    return [int(c) for c in dask.compute(missing, *varying)]
+
+
 def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str,
                      strata: str | None = None) -> None:
     """Raise InputError naming the household id column when records lack it (how many), a household-level
@@ -297,9 +305,7 @@ def check_households(ddf: dd.DataFrame, household: str, variables: list[str], wh
     or the ``strata`` column when it does (given when the steps mask household-level variables: their plans are
     per stratum, so a household must lie in one)."""
     checked = [*variables, *([strata] if strata else [])]
-    missing = ddf[household].isna().sum()
-    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in checked]
-    counts = dask.compute(missing, *varying)
+    counts = household_faults(ddf, household, checked)
     if counts[0]:
         raise InputError(f"{what}: household id column {household!r} is missing in {int(counts[0])} records: every "
                          "person needs a household")

@@ -1,4 +1,5 @@
-"""Shared fixtures: bundled data, a Prefect test harness (once per session) and small Dask clusters."""
+"""Shared fixtures: bundled data, a Prefect test harness and a Dask scheduler (each started once per session, when
+first asked for) and small Dask clusters."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import pytest
 
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
+# a command run by a test (inherits this environment) waits as long as the session harness for its temporary server:
+# Prefect's 20 s default is exceeded on a loaded machine ("release stage failed: RuntimeError")
+os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
 
 from sdc_tasks.generate import bundled_path  # noqa: E402
 
@@ -31,6 +35,20 @@ def prefect_harness():
 
     with prefect_test_harness(server_startup_timeout=120):
         yield
+
+
+@pytest.fixture(scope="session")
+def dask_scheduler():
+    """The address of a loopback Dask scheduler with two single-threaded worker processes, for the whole session:
+    a release given it (``dask_address``) attaches to it instead of starting and stopping a cluster of its own (the
+    tests of a run's own cluster start theirs)."""
+    import logging
+
+    from distributed import LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
+        yield cluster.scheduler_address
 
 
 @pytest.fixture

@@ -168,20 +168,20 @@ def test_small_categorical_grid_end_to_end(subset, tmp_path):
     assert c.best is not None and c.best.metrics["PLD_cat"] <= 50.0
 
 
-def test_cli_and_flow_compare_a_categorical_grid(subset, tmp_path, prefect_harness):
+def test_cli_and_flow_compare_a_categorical_grid(subset, tmp_path, prefect_harness, dask_scheduler):
     from flows.compare import compare
 
     path = tmp_path / "grid.yaml"
     path.write_text(yaml.safe_dump(SMALL))
     run = CliRunner().invoke(app, ["compare", "--input", str(subset), "--grid", str(path), "--out",
-                                   str(tmp_path / "cli"), "--workers", "1"])
+                                   str(tmp_path / "cli"), "--dask-address", dask_scheduler])
     assert run.exit_code == 0, run.output
     assert '"risk": "PLD_cat"' in run.output
     refused = CliRunner().invoke(app, ["compare", "--input", str(subset), "--grid", str(path), "--out",
                                        str(tmp_path / "x"), "--best-spec", str(tmp_path / "best.yaml")])
     assert refused.exit_code == 2 and "--best-spec: grid 'cat' is categorical" in refused.output
     assert not (tmp_path / "x").exists()
-    summary = compare(str(subset), str(tmp_path / "flow"), grid=str(path), workers=1)
+    summary = compare(str(subset), str(tmp_path / "flow"), grid=str(path), dask_address=dask_scheduler)
     cli, flow = (pd.read_csv(tmp_path / d / "ranking.csv") for d in ("cli", "flow"))
     pd.testing.assert_frame_equal(cli.drop(columns="Seconds"), flow.drop(columns="Seconds"))
     assert summary["best"]["label"] == cli["Method"].iloc[0]

@@ -31,7 +31,7 @@ def test_mask_then_evaluate_census(tmp_path):
     census = bundled_path("census.csv")
     out = tmp_path / "masked.csv"
     result = invoke("mask", "--input", census, "--method", "mdav", "--param", "k=3", "--param", "group_size=3",
-                    "--out", out, "--workers", "1")
+                    "--out", out)
     assert result.exit_code == 0, result.output
     masked = pd.read_csv(out)
     original = pd.read_csv(census)
@@ -39,16 +39,16 @@ def test_mask_then_evaluate_census(tmp_path):
     metrics_path = tmp_path / "metrics.json"
     result = invoke("evaluate", "--original", census, "--masked", out, "--out", metrics_path,
                     "--key-vars", "FEDTAX,AFNLWGT,AGI,EMCONTRB,PTOTVAL,TAXINC,STATETAX",
-                    "--vars", ",".join(original.columns), "--workers", "1")
+                    "--vars", ",".join(original.columns))
     assert result.exit_code == 0, result.output
     metrics = json.loads(metrics_path.read_text())
     assert metrics["n"] == 1080 and metrics["IL2"] < 1e-9
     assert 0 < metrics["DLD"] < 100 and 0 < metrics["ID"] < 100
 
 
-def test_evaluate_of_a_file_against_itself(tmp_path):
+def test_evaluate_of_a_file_against_itself(tmp_path, dask_scheduler):
     census = bundled_path("census.csv")
-    result = invoke("evaluate", "--original", census, "--masked", census, "--workers", "1")
+    result = invoke("evaluate", "--original", census, "--masked", census, "--dask-address", dask_scheduler)
     assert result.exit_code == 0, result.output
     metrics = json.loads(result.stdout)  # logs may go to stderr
     assert metrics["IL"] == 0.0 and metrics["ID"] == 100.0 and metrics["DLD_7"] == 100.0
@@ -57,7 +57,7 @@ def test_evaluate_of_a_file_against_itself(tmp_path):
 def test_mask_rankswap_parquet_output(tmp_path):
     out = tmp_path / "swapped"
     result = invoke("mask", "--input", bundled_path("tarragona.csv"), "--method", "rankswap", "--param", "p=15",
-                    "--seed", "3", "--out", out, "--workers", "1")
+                    "--seed", "3", "--out", out)
     assert result.exit_code == 0, result.output
     swapped = pd.read_parquet(out)
     original = pd.read_csv(bundled_path("tarragona.csv"))
@@ -101,12 +101,10 @@ def test_generate_writes_partitioned_dataset(tmp_path):
 def test_rescale_after_noise_restores_the_originals_moments_given_by_original(tmp_path):
     census = bundled_path("census.csv")
     noisy, rescaled = tmp_path / "noisy.csv", tmp_path / "rescaled.csv"
-    assert invoke("mask", "--input", census, "--method", "noise", "--param", "p=0.5", "--out", noisy,
-                  "--workers", "1").exit_code == 0
-    refused = invoke("mask", "--input", noisy, "--method", "rescale", "--out", rescaled, "--workers", "1")
+    assert invoke("mask", "--input", census, "--method", "noise", "--param", "p=0.5", "--out", noisy).exit_code == 0
+    refused = invoke("mask", "--input", noisy, "--method", "rescale", "--out", rescaled)
     assert refused.exit_code == 2 and "--original" in refused.output and not rescaled.exists()
-    result = invoke("mask", "--input", noisy, "--method", "rescale", "--original", census, "--out", rescaled,
-                    "--workers", "1")
+    result = invoke("mask", "--input", noisy, "--method", "rescale", "--original", census, "--out", rescaled)
     assert result.exit_code == 0, result.output
     original, out = pd.read_csv(census), pd.read_csv(rescaled)
     cols = list(original.columns)

@@ -302,12 +302,13 @@ def test_failing_configuration_is_named_and_leaves_no_output(tmp_path, monkeypat
 # ---------------------------------------------------------------- CLI
 
 
-def test_cli_compare_with_a_tiny_grid(tmp_path):
+def test_cli_compare_with_a_tiny_grid(tmp_path, dask_scheduler):
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump({"name": "tiny", "families": [family("Rank", "rankswap", [10, 15], param="p")]}))
     out, best = tmp_path / "out", tmp_path / "best.yaml"
     args = ["compare", "--input", str(bundled_path("census.csv")), "--grid", str(grid), "--out", str(out),
-            "--key-vars", ",".join(CENSUS_KEYS), "--max", "PLD=100", "--best-spec", str(best), "--workers", "1"]
+            "--key-vars", ",".join(CENSUS_KEYS), "--max", "PLD=100", "--best-spec", str(best),
+            "--dask-address", dask_scheduler]
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     assert set(pd.read_csv(out / "ranking.csv")["Method"]) == {"Rank10", "Rank15"}
@@ -316,12 +317,12 @@ def test_cli_compare_with_a_tiny_grid(tmp_path):
     assert bad.exit_code == 2 and "unknown measure 'NOPE'" in bad.output and not (tmp_path / "x").exists()
 
 
-def test_cli_compare_ranks_on_the_published_setup(tmp_path):
+def test_cli_compare_ranks_on_the_published_setup(tmp_path, dask_scheduler):
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump({"name": "tiny", "families": [family("Rank", "rankswap", [15], param="p")]}))
     out = tmp_path / "out"
     args = ["compare", "--input", str(bundled_path("census.csv")), "--grid", str(grid), "--out", str(out),
-            "--key-vars", ",".join(CENSUS_KEYS), "--workers", "1", "--risk", "published"]
+            "--key-vars", ",".join(CENSUS_KEYS), "--dask-address", dask_scheduler, "--risk", "published"]
     run = CliRunner().invoke(app, args)
     assert run.exit_code == 0, run.output
     assert '"risk": "published"' in run.output

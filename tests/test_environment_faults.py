@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 import yaml
 from distributed import Client, LocalCluster
+from processes import SOURCE_ROOT
 from typer.testing import CliRunner
 
 import sdc_tasks.outputs
@@ -33,8 +34,6 @@ from sdc_tasks.pipeline.gate import gate_checks
 from sdc_tasks.pipeline.run import LOG, Stages, released, run_release
 from sdc_tasks.pipeline.spec import load_spec
 from sdc_tasks.pipeline.stages import mask_stage
-
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @pytest.fixture(scope="module")
@@ -74,9 +73,14 @@ def on(client: Client):
         yield client
 
 
-def run_with(tmp_path: Path, client: Client, **stages):
-    """Run the demo release with some stages replaced (``Stages`` fields)."""
-    return released(load_spec(spec_file(tmp_path)), on(client), Stages(**stages), LOG)
+IL_ONLY = {"metrics": ["il"], "gate": {"max": {"IL": 100.0}, "min_group_size": 3}}
+"""Spec changes for a run whose fault does not depend on the measures: information loss only (the disclosure-risk
+measures and their pictures take most of a demo run)."""
+
+
+def run_with(tmp_path: Path, client: Client, changes: dict | None = None, **stages):
+    """Run the demo release with the spec ``changes`` and some stages replaced (``Stages`` fields)."""
+    return released(load_spec(spec_file(tmp_path, **(changes or {}))), on(client), Stages(**stages), LOG)
 
 
 def left_beside(out: Path) -> list[str]:
@@ -101,7 +105,7 @@ def test_input_changed_during_the_run_publishes_nothing(tmp_path, client, systmp
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match=f"^input changed during the run: {source};"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -114,7 +118,7 @@ def test_input_touched_during_the_run_is_a_change(tmp_path, client, systmp):
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match="input changed during the run"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -131,7 +135,7 @@ def test_input_rewritten_with_its_old_size_and_time_is_a_change(tmp_path, client
         return gate_checks(spec, metrics)
 
     with pytest.raises(InputError, match="input changed during the run"):
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert left_beside(tmp_path / "release") == []
 
 
@@ -184,7 +188,7 @@ def test_read_only_output_at_publication_keeps_the_metrics(tmp_path, client, sys
 
     monkeypatch.setattr(sdc_tasks.outputs.os, "rename", read_only)
     with pytest.raises(InputError, match="cannot publish output .*Read-only file system") as caught:
-        run_with(tmp_path, client)
+        run_with(tmp_path, client, IL_ONLY)
     assert "IL" in kept_metrics_of(str(caught.value))
     assert left_beside(tmp_path / "release") == []
 
@@ -197,7 +201,7 @@ def test_output_removed_by_someone_else_before_publication(tmp_path, client, sys
 
     with pytest.raises(InputError, match=f"cannot write the release to {tmp_path / 'release'}: No such file") \
             as caught:
-        run_with(tmp_path, client, gate=gate)
+        run_with(tmp_path, client, IL_ONLY, gate=gate)
     assert "IL" in kept_metrics_of(str(caught.value))
     assert left_beside(tmp_path / "release") == []
 
@@ -283,9 +287,11 @@ def test_scheduler_lost_mid_run_names_it_and_publishes_nothing(tmp_path, systmp)
 
 
 def sdc(*args, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
-    """Run the ``sdc`` command of this worktree (killed after ``timeout`` seconds)."""
+    """Run the ``sdc`` command of this session's code (killed after ``timeout`` seconds) in the system's temporary
+    directory (not a checkout, whose copy ``-m`` would import first)."""
     return subprocess.run([sys.executable, "-m", "sdc_tasks.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT), **(env or {})})
+                          timeout=timeout, cwd=tempfile.gettempdir(),
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT), **(env or {})})
 
 
 def test_cli_evaluate_out_on_a_full_disk_exits_2_in_one_line(tmp_path, no_cluster, monkeypatch):
@@ -362,7 +368,16 @@ def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_
     assert left_beside(tmp_path / "release") == []
 
 
-def test_cli_input_changed_exits_2_in_one_line(tmp_path):
+@pytest.fixture
+def session_api(prefect_harness) -> dict:
+    """The environment naming the session's Prefect test server (PREFECT_API_URL): a command given it starts no
+    temporary server of its own (that start is tested by test_interruption and test_killed_release)."""
+    from prefect.settings import PREFECT_API_URL
+
+    return {"PREFECT_API_URL": PREFECT_API_URL.value()}
+
+
+def test_cli_input_changed_exits_2_in_one_line(tmp_path, session_api, dask_scheduler):
     hook = tmp_path / "sitecustomize.py"
     hook.write_text(
         "import pathlib, sdc_tasks.pipeline.stages as s\n"
@@ -372,7 +387,8 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path):
         "    path.write_bytes(path.read_bytes() + b'\\n')\n"
         "    return _write(spec, i, paths)\n"
         "s.write_stage = write_stage\n")
-    result = sdc("release", spec_file(tmp_path), env={"PYTHONPATH": f"{tmp_path}:{ROOT}"})
+    result = sdc("release", spec_file(tmp_path, **IL_ONLY), "--dask-address", dask_scheduler,
+                 env={"PYTHONPATH": f"{tmp_path}:{SOURCE_ROOT}", **session_api})
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert errors == [f"error: input changed during the run: {tmp_path / 'data' / 'census.csv'}; nothing was "
@@ -381,8 +397,8 @@ def test_cli_input_changed_exits_2_in_one_line(tmp_path):
     assert left_beside(tmp_path / "release") == []
 
 
-def test_cli_unreachable_dask_address_exits_2_in_one_line(tmp_path):
-    result = sdc("release", spec_file(tmp_path), "--dask-address", "tcp://127.0.0.1:1")
+def test_cli_unreachable_dask_address_exits_2_in_one_line(tmp_path, session_api):
+    result = sdc("release", spec_file(tmp_path), "--dask-address", "tcp://127.0.0.1:1", env=session_api)
     assert result.returncode == 2, result.stderr
     errors = [line for line in result.stderr.splitlines() if line.startswith("error:")]
     assert len(errors) == 1 and errors[0].startswith("error: could not connect to the Dask scheduler at "

@@ -176,13 +176,14 @@ def test_order_four_moments_under_a_huge_shift_match_exact_arithmetic(census):
 
 
 @pytest.mark.usefixtures("prefect_harness")
-def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars):
+def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars, dask_scheduler):
     from flows.evaluate import evaluate as evaluate_flow
 
     orig, masked = tmp_path / "orig.csv", tmp_path / "masked.parquet"
     census.to_csv(orig, index=False)
     noisy(census, census_vars).to_parquet(masked, index=False)
-    metrics = evaluate_flow(str(orig), str(masked), str(tmp_path / "eval"), key_vars=census_vars[:7], workers=1)
+    metrics = evaluate_flow(str(orig), str(masked), str(tmp_path / "eval"), key_vars=census_vars[:7],
+                            dask_address=dask_scheduler)
     out = tmp_path / "eval"
     assert {p.name for p in out.iterdir()} == {"metrics.json", "report.md", "report.html", "ru_map.png", MARKER}
     stored = json.loads((out / "metrics.json").read_text())

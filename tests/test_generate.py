@@ -175,3 +175,31 @@ def test_indefinite_correlation_is_repaired():
     np.testing.assert_allclose(np.diag(repaired), 1.0)
     assert np.linalg.eigvalsh(repaired).min() > 0
     np.linalg.cholesky(repaired)
+
+
+def test_household_file_from_the_command_line(tmp_path):
+    from typer.testing import CliRunner
+
+    from sdc_tasks.cli import app
+
+    out = tmp_path / "households"
+    result = CliRunner().invoke(app, ["generate", "--households", "--rows", "2500", "--rows-per-file", "1000",
+                                      "--seed", "4", "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "wrote 2500 persons in 3 files" in result.output
+    persons = pd.read_parquet(out)
+    assert len(persons) == 2500 and persons["record_id"].tolist() == list(range(2500))
+    members = persons.groupby("household_id")
+    assert (members["hhsize"].first() == members.size()).all()  # the size is the members written
+    household_level = ["region", "district", "area", "hhsize", "nationality", "tenure", "weight"]
+    assert (members[household_level].nunique() == 1).all().all()
+    for upper, lower in (("region", "district"), ("district", "area")):  # nested: each code in one parent
+        assert (persons.groupby(lower)[upper].nunique() == 1).all()
+        assert (persons[lower] // 100 == persons[upper]).all()
+    assert persons["age"].between(0, 94).all() and set(persons["sex"]) == {1, 2}
+    assert (persons["age_group"] == persons["age"] // 10).all()
+    first = members.head(1)
+    assert (first["age"] >= 18).all()  # every household has an adult first
+    assert 0.85 < (first["nationality"] == 1).mean() < 0.97
+    again = generate.household_chunk(1000, 4, 1, 1000)
+    pd.testing.assert_frame_equal(persons.iloc[1000:2000].reset_index(drop=True), again)

@@ -18,6 +18,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sdc_tasks.cli import app
+from sdc_tasks.generate import Geography, household_chunk
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import (
@@ -29,10 +30,12 @@ from sdc_tasks.masking.registry import (
     methods_markdown,
     param_help,
     parse_cli_params,
+    ruled_variables,
     validate_params,
 )
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "methods.md"
+REFERENCES = DOCS.parent / "references.md"
 
 
 def test_docs_methods_is_what_the_registry_generates():
@@ -45,7 +48,8 @@ def test_every_row_has_a_source_a_summary_and_valid_example_params(name):
     method = METHODS[name]
     assert method.name == name
     assert method.source.strip() and method.summary.strip() and method.scaling.strip()
-    assert ".txt" in method.source  # a section of a source paper
+    # a section of a source paper, or a named software's procedure listed in docs/references.md
+    assert ".txt" in method.source or f"### {method.source.split(' (')[0]}\n" in REFERENCES.read_text()
     assert set(method.example) <= set(method.params.model_fields)
     validated = validate_params(name, method.example)
     assert {k: validated[k] for k in method.example} == method.example
@@ -61,14 +65,15 @@ def test_example_as_cli_options_parses_back(name):
 def test_catalogue_has_every_method_in_registry_order():
     catalogue = method_catalogue()
     assert [m.name for m in catalogue] == list(METHODS)
-    assert len(catalogue) == 22
+    assert len(catalogue) == 23
     by_name = {m.name: m for m in catalogue}
     assert {n for n, m in by_name.items() if m.kind == "categorical"} == {
-        "top_coding", "bottom_coding", "global_recoding", "pram", "recode", "local_suppression"}
+        "top_coding", "bottom_coding", "global_recoding", "pram", "recode", "local_suppression", "record_swap"}
     assert {n for n, m in by_name.items() if m.after_masking} == {"rescale", "postmask"}
     assert {n for n, m in by_name.items() if m.ordinal} == {"top_coding", "bottom_coding"}
     assert by_name["jpeg"].shape == "blocked" and by_name["rankswap"].shape == "column"
     assert by_name["noise"].shape == "record" and by_name["pram"].shape == "categorical"
+    assert by_name["record_swap"].shape == "household"
 
 
 def test_catalogue_parameters_hand_checked():
@@ -85,6 +90,8 @@ def test_catalogue_parameters_hand_checked():
     correspondence = {p.name: p for p in by_name["postmask"].params}["correspondence"]
     assert (correspondence.type, correspondence.default, correspondence.required) == ("'id' | 'nearest'", "id",
                                                                                       False)
+    assert [(p.name, p.bounds) for p in by_name["record_swap"].params if p.bounds] == [
+        ("k", ">= 1, <= 10000"), ("swap_rate", ">= 0, <= 1")]
     assert by_name["distr"].params == [] and by_name["rescale"].example == {}
     assert by_name["postmask"].example is not METHODS["postmask"].example  # a copy: the row cannot be changed
 
@@ -161,8 +168,16 @@ def already_masked(frame) -> pd.DataFrame:
     return out
 
 
+HOUSEHOLDS = household_chunk(300, 3, 0, 1000, Geography(2, 2, 3)).sample(frac=1.0, random_state=4).reset_index(
+    drop=True)
+"""300 persons in households (the generator's), rows shuffled: the input of the household-shaped methods."""
+
+
 def variables_of(method: str) -> list[str]:
-    """The variables a method masks in these tests: categorical ones for categorical methods."""
+    """The variables a method masks in these tests: categorical ones for categorical methods, those its example
+    names for a household-shaped one (record swapping's geography)."""
+    if METHODS[method].shape == "household":
+        return ruled_variables(METHODS[method].example)
     return CATEGORICAL if METHODS[method].kind == "categorical" else CONTINUOUS
 
 
@@ -188,7 +203,10 @@ def changed_values(out: pd.DataFrame, source: pd.DataFrame, variables: list[str]
 
 
 def input_of(method: str, frame: pd.DataFrame, already_masked: pd.DataFrame) -> pd.DataFrame:
-    """The input a method is run on: the already masked frame for after-masking methods, else the frame."""
+    """The input a method is run on: the already masked frame for after-masking methods, persons in households
+    for household-shaped ones, else the frame."""
+    if METHODS[method].shape == "household":
+        return HOUSEHOLDS
     return already_masked if METHODS[method].after_masking else frame
 
 
@@ -208,7 +226,7 @@ def test_example_run_masks_only_its_variables(frame, already_masked, sync_dask, 
     else:
         for v in variables:  # every written category is one of the variable's own
             assert set(out[v].dropna()) <= set(source[v])
-        if METHODS[method].adapter().masked_dtype is None:  # a method that never writes missing values
+        if getattr(METHODS[method].adapter(), "masked_dtype", None) is None:  # one that never writes missing values
             assert out[variables].notna().all().all()
 
 
@@ -249,8 +267,9 @@ def test_bad_parameters_are_refused_naming_the_parameter(method):
     info = {m.name: m for m in method_catalogue()}[method]
     for p in info.params:
         named = rf"^parameter '{p.name}' of {method}\b"
-        with pytest.raises(ValueError, match=named):
-            validate_params(method, {**example, p.name: BAD})
+        if not p.type.startswith("str"):  # any text is a column name: it is checked against the input
+            with pytest.raises(ValueError, match=named):
+                validate_params(method, {**example, p.name: BAD})
         for bound in filter(None, p.bounds.split(", ")):
             with pytest.raises(ValueError, match=named):
                 validate_params(method, {**example, p.name: _outside(bound, p.type, example)})

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from processes import SOURCE_ROOT
 from spec_files import demo_spec_file
 from typer.testing import CliRunner
 
@@ -21,7 +22,6 @@ import sdc_tasks.cluster
 from sdc_tasks.cli import app
 from sdc_tasks.generate import bundled_path
 
-ROOT = Path(__file__).resolve().parent.parent
 runner = CliRunner()
 
 
@@ -94,7 +94,7 @@ def test_a_refused_release_exits_3_with_its_checks_and_ends_as_refused_in_prefec
     from prefect.settings import PREFECT_API_URL
 
     spec = demo_spec_file(tmp_path, gate={"max": {"DLD": 1.0, "ID": 99.0, "PLD": 0.5}})
-    env = {**os.environ, "PYTHONPATH": str(ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
+    env = {**os.environ, "PYTHONPATH": str(SOURCE_ROOT), "PREFECT_API_URL": PREFECT_API_URL.value()}
     for name in ("SDC_VERBOSE", "PREFECT_LOGGING_LEVEL"):  # the suite's conftest quiets Prefect's loggers
         env.pop(name, None)
     done = subprocess.run([sys.executable, "-m", "sdc_tasks.cli", "release", str(spec)], env=env, cwd=tmp_path,
@@ -124,19 +124,19 @@ ONE_CONFIGURATION = {"name": "one", "seed": 5, "families": [
     {"label": "Rank", "method": "rankswap", "sweep": {"param": "p", "values": [15], "label_format": "02d"}}]}
 
 
-def test_a_comparison_with_nothing_within_its_limits_is_refused_not_crashed(prefect_harness, tmp_path):
+def test_a_comparison_with_nothing_within_its_limits_is_refused_not_crashed(prefect_harness, tmp_path, dask_scheduler):
     from flows.compare import compare
 
     grid = tmp_path / "grid.yaml"
     grid.write_text(yaml.safe_dump(ONE_CONFIGURATION))
     cli = invoke("compare", "--input", bundled_path("census.csv"), "--grid", grid, "--out", tmp_path / "cli",
-                 "--max", "DLD=0", "--best-spec", tmp_path / "cli.yaml", "--workers", 1)
+                 "--max", "DLD=0", "--best-spec", tmp_path / "cli.yaml", "--dask-address", dask_scheduler)
     assert cli.exit_code == 3, cli.output
     assert cli.output.strip().splitlines()[-1] == "error: no configuration of one meets DLD <= 0"
     assert (tmp_path / "cli" / "ranking.csv").is_file() and not (tmp_path / "cli.yaml").exists()
 
     state = compare(str(bundled_path("census.csv")), str(tmp_path / "flow"), grid=str(grid), limits=["DLD=0"],
-                    best_spec=str(tmp_path / "flow.yaml"), workers=1, return_state=True)
+                    best_spec=str(tmp_path / "flow.yaml"), dask_address=dask_scheduler, return_state=True)
     assert state.is_failed() and state.name == "Refused"
     assert state.message == "no configuration of one meets DLD <= 0"
     assert (tmp_path / "flow" / "ranking.csv").is_file() and not (tmp_path / "flow.yaml").exists()
@@ -156,7 +156,7 @@ def test_help_and_validate_import_no_engine(tmp_path, args):
     probe = ("import sys\nfrom sdc_tasks.cli import main\nsys.argv = ['sdc', *sys.argv[1:]]\ntry:\n    main()\n"
              f"except SystemExit:\n    pass\nprint(sorted(m for m in {HEAVY!r} if m in sys.modules))")
     done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT)})
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 
 
@@ -170,7 +170,7 @@ def test_a_small_mask_imports_no_drawing_and_no_flow_engine(tmp_path):
     argv = ["mask", "--input", str(bundled_path("census.csv")), "--method", "mdav", "--param", "k=3",
             "--out", str(tmp_path / "masked.parquet")]
     done = subprocess.run([sys.executable, "-c", probe, *argv], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT)})
     assert (tmp_path / "masked.parquet").is_dir(), done.stderr
     assert done.stdout.strip().splitlines()[-1] == "[]", done.stdout + done.stderr
 

@@ -93,7 +93,7 @@ def test_sdc_mask_warns_in_one_line_when_target_is_not_met(tmp_path):
     TINY_MASKED.to_csv(masked, index=False)
     result = CliRunner().invoke(app, ["mask", "--input", str(masked), "--original", str(original), "--method",
                                       "postmask", "--param", "p=0.5", "--param", "q=0.5", "--param", "target_e=0.5",
-                                      "--param", "max_iter=0", "--out", str(tmp_path / "out.csv"), "--workers", "1"])
+                                      "--param", "max_iter=0", "--out", str(tmp_path / "out.csv")])
     assert result.exit_code == 0, result.output
     lines = result.output.splitlines()
     assert "postmask: E 1.44 -> 1.44, TargetE 0.5 NOT met in 1 of 1 blocks; IL1 ratio 1 (p = 0.5); 0 tries" in lines
@@ -161,7 +161,7 @@ def test_paper_pairing_measures_against_the_nearest_original_hand_computed():
     assert paper["pairing"] == "paper" and by_id["pairing"] == "id"
 
 
-def test_sdc_evaluate_pairing_paper_gives_the_papers_risk_measures(tmp_path, census):
+def test_sdc_evaluate_pairing_paper_gives_the_papers_risk_measures(tmp_path, census, dask_scheduler):
     cols = [c for c in census.columns if c != "record_id"]
     with dask.config.set(scheduler="synchronous"):
         swapped = mask(census, "rankswap", p=14, seed=1)
@@ -171,7 +171,7 @@ def test_sdc_evaluate_pairing_paper_gives_the_papers_risk_measures(tmp_path, cen
     census.to_csv(tmp_path / "census.csv", index=False)
     result = CliRunner().invoke(app, ["evaluate", "--original", str(tmp_path / "census.csv"), "--masked",
                                       str(tmp_path / "swapped.csv"), "--families", "il,dld,id", "--pairing",
-                                      "paper", "--workers", "1"])
+                                      "paper", "--dask-address", dask_scheduler])
     assert result.exit_code == 0, result.output
     got = json.loads(result.output[result.output.index("{"):])
     assert got["pairing"] == "paper"

@@ -192,7 +192,7 @@ def test_sdc_mask_reads_rules_from_a_file(tmp_path):
     out = tmp_path / "out.csv"
     result = CliRunner().invoke(app, ["mask", "--input", str(bundled_path("testdata.csv")), "--method", "recode",
                                       "--param", f"rules={tmp_path / 'rules.yaml'}", "--vars", "age,sex",
-                                      "--out", str(out), "--workers", "1"])
+                                      "--out", str(out)])
     assert result.exit_code == 0, result.output
     masked = pd.read_csv(out)
     assert set(masked.age) == {"< 18", "[18, 65)", ">= 65"} and set(masked.sex) == {"male", "female"}

@@ -18,18 +18,34 @@ from sdc_tasks.outputs import MARKER
 pytestmark = pytest.mark.usefixtures("prefect_harness")
 
 
-def run(spec_path: Path, **kw):
+@pytest.fixture
+def run(dask_scheduler):
+    """The release flow on a spec file, attached to the session's Dask scheduler (a run's own cluster is tested by
+    the command-line tests: test_operations, test_interruption)."""
     from flows.release import release
 
-    return release(str(spec_path), **kw)
+    def on_the_scheduler(spec_path: Path, **kw):
+        return release(str(spec_path), dask_address=dask_scheduler, **kw)
+
+    return on_the_scheduler
 
 
 @pytest.fixture(scope="module")
-def published(tmp_path_factory):
-    """One published demo release (module-scoped: the flow takes a few seconds)."""
+def published_state(tmp_path_factory, dask_scheduler):
+    """The final state of one published demo release (module-scoped: the flow takes a few seconds) and its
+    output directory."""
+    from flows.release import release
+
     tmp = tmp_path_factory.mktemp("published")
-    summary = run(demo_spec_file(tmp))
-    return tmp / "release", summary
+    state = release(str(demo_spec_file(tmp)), dask_address=dask_scheduler, return_state=True)
+    return state, tmp / "release"
+
+
+@pytest.fixture(scope="module")
+def published(published_state):
+    """The output directory and summary of the published demo release."""
+    state, out = published_state
+    return out, state.result()
 
 
 def test_release_writes_every_output(published, census):
@@ -87,7 +103,7 @@ def test_report_says_published_and_holds_no_record_values(published, census):
         assert str(value) not in text
 
 
-def test_rerun_gives_identical_files(published, tmp_path):
+def test_rerun_gives_identical_files(published, tmp_path, run):
     out, _ = published
     run(demo_spec_file(tmp_path))
     first = {k: v for k, v in tree_checksums(out).items() if k.startswith("masked/")}
@@ -97,7 +113,7 @@ def test_rerun_gives_identical_files(published, tmp_path):
 
 @pytest.mark.parametrize("limits,failing,message", [({"DLD": 1.0, "ID": 99.0}, "DLD", r"DLD = [0-9.]+ > limit 1 "),
                                                     ({"PLD": 5.0, "DLD": 99.0}, "PLD", r"PLD = [0-9.]+ > limit 5 ")])
-def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, failing, message):
+def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, failing, message, run):
     spec = demo_spec_file(tmp_path, gate={"max": limits})
     with pytest.raises(ReleaseRefused, match=message) as refused:
         run(spec)
@@ -109,7 +125,7 @@ def test_gate_refusal_publishes_nothing_but_reports_why(tmp_path, limits, failin
     assert json.loads((out / "manifest.json").read_text())["row_counts"]["masked"] == 0
 
 
-def test_bad_input_leaves_no_output(tmp_path):
+def test_bad_input_leaves_no_output(tmp_path, run):
     spec = demo_spec_file(tmp_path, variables={"key": ["FEDTAX"], "continuous": ["FEDTAX", "NOPE"],
                                            "pass_through": [c for c in CENSUS_VARIABLES if c != "FEDTAX"]})
     with pytest.raises(Exception, match="NOPE"):
@@ -118,7 +134,7 @@ def test_bad_input_leaves_no_output(tmp_path):
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".release")]
 
 
-def test_rank_swap_release_accounts_for_every_column(tmp_path, census):
+def test_rank_swap_release_accounts_for_every_column(tmp_path, census, run):
     data = census.copy()
     data["name"] = [f"person-{i}" for i in range(len(data))]
     data["note"] = "interviewer remark"
@@ -150,14 +166,12 @@ def test_rank_swap_release_accounts_for_every_column(tmp_path, census):
     assert "Passed through unchanged" in (out / "report.md").read_text()
 
 
-def test_prefect_shows_each_stage_as_a_named_task(tmp_path):
+def test_prefect_shows_each_stage_as_a_named_task(published_state):
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import ArtifactFilter, FlowRunFilter, FlowRunFilterId, TaskRunFilter
     from prefect.client.schemas.sorting import ArtifactSort, TaskRunSort
 
-    from flows.release import release
-
-    state = release(str(demo_spec_file(tmp_path)), return_state=True)
+    state, _ = published_state
     assert state.is_completed()
     flow_run_id = state.state_details.flow_run_id
     with get_client(sync_client=True) as client:

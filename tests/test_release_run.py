@@ -77,10 +77,10 @@ def test_run_release_leaves_the_given_client_open(published, client):
     assert client.status == "running"
 
 
-def test_run_release_writes_the_flows_files(tmp_path, client, prefect_harness):
+def test_run_release_writes_the_flows_files(tmp_path, client, prefect_harness, dask_scheduler):
     from flows.release import release
 
-    path, out = demo_spec_file(tmp_path), tmp_path / "out"
+    path, out = demo_spec_file(tmp_path, dask={"address": dask_scheduler}), tmp_path / "out"  # the flow attaches
     by_flow = release(str(path), out_dir=str(out), overwrite=True)
     flow_files, flow_manifest = published_files(out), json.loads((out / "manifest.json").read_text())
     by_run = run_release(load_spec(path), client=client, out_dir=out, overwrite=True)

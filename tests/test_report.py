@@ -347,3 +347,14 @@ def test_write_report_writes_files(tmp_path, ru_points, expected):
     assert all(p.is_file() and p.parent == tmp_path / "out" for p in paths.values())
     assert {p.name for p in (tmp_path / "out").iterdir()} == {p.name for p in paths.values()}
     assert paths["markdown"].name == "report.md" and paths["html"].name == "report.html"
+
+
+def test_the_method_chain_names_the_parameters_that_are_set():
+    """Unset parameters (None, an empty list) are left out of a step's text; a recode map is shown by its size."""
+    from sdc_tasks.report.headline import method_chain
+
+    steps = [{"method": "local_suppression", "params": {"k": 3, "threshold": None, "never": [], "missing": "any"}},
+             {"method": "recode", "params": {"rules": {"roof": {"map": {1: "a", 2: "a", 3: "b"}}}}},
+             {"method": "mdav", "params": {"group_size": None}}]
+    assert method_chain(steps) == ("local_suppression (k=3, missing=any) -> recode (rules: roof map=3 categories "
+                                   "into 2) -> mdav (none)")

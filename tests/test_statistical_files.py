@@ -10,6 +10,7 @@ import pandas as pd
 import pyreadstat
 import pytest
 import yaml
+from distributed import Client
 from typer.testing import CliRunner
 
 import sdc_tasks
@@ -79,7 +80,7 @@ def test_sdc_mask_writes_the_input_s_format_back_with_the_labels_still_true(file
     out = tmp_path / "masked.sav"
     result = CliRunner().invoke(app, ["mask", "--input", str(files["sav"]), "--method", "recode", "--param",
                                       'rules={"water": {"prefix": 1}, "urbrur": {"map": {"1": 1, "2": 1}}}',
-                                      "--out", str(out), "--workers", "1", "--id-col", "record_id"])
+                                      "--out", str(out), "--id-col", "record_id"])
     assert result.exit_code == 0, result.output
     masked, meta = pyreadstat.read_sav(str(out))
     assert (masked["urbrur"] == 1).all()
@@ -88,7 +89,8 @@ def test_sdc_mask_writes_the_input_s_format_back_with_the_labels_still_true(file
     assert meta.variable_value_labels["urbrur"] == {1.0: "rural", 2.0: "urban"}
 
 
-def test_a_release_of_an_spss_file_keys_by_label_or_keeps_the_labels_in_its_manifest(files, tmp_path):
+def test_a_release_of_an_spss_file_keys_by_label_or_keeps_the_labels_in_its_manifest(files, tmp_path,
+                                                                                     dask_scheduler):
     base = {"input": {"path": str(files["sav"])}, "id_column": "record_id", "create_id": True,
             "variables": {"categorical": ["sex", "urbrur", "walls"], "key": ["sex", "urbrur", "walls"],
                           "continuous": ["expend", "income", "savings"],
@@ -101,7 +103,8 @@ def test_a_release_of_an_spss_file_keys_by_label_or_keeps_the_labels_in_its_mani
             "metrics": ["il", "cat_il", "cat_risk"], "output": {"dir": str(tmp_path / "labels")}}
     by_label = {**base, "input": {**base["input"], "value_labels": "labels"}}
     (tmp_path / "labels.yaml").write_text(yaml.safe_dump(by_label))
-    summary = sdc_tasks.release(tmp_path / "labels.yaml", workers=1)
+    with Client(dask_scheduler, set_as_default=False) as client:
+        summary = sdc_tasks.release(tmp_path / "labels.yaml", client=client)
     masked = pd.read_parquet(summary.paths.masked)
     assert set(masked["sex"]) == {"person"} and set(masked["urbrur"].dropna()) <= {"rural", "urban"}
     manifest = json.loads(summary.paths.manifest.read_text())
@@ -109,7 +112,8 @@ def test_a_release_of_an_spss_file_keys_by_label_or_keeps_the_labels_in_its_mani
 
     codes = {**base, "steps": base["steps"][1:], "output": {"dir": str(tmp_path / "codes")}}
     (tmp_path / "codes.yaml").write_text(yaml.safe_dump(codes))
-    summary = sdc_tasks.release(tmp_path / "codes.yaml", workers=1)
+    with Client(dask_scheduler, set_as_default=False) as client:
+        summary = sdc_tasks.release(tmp_path / "codes.yaml", client=client)
     manifest = json.loads(summary.paths.manifest.read_text())
     assert manifest["value_labels"] == {"sex": {"1": "male", "2": "female"}, "urbrur": {"1": "rural", "2": "urban"}}
     masked = pd.read_parquet(summary.paths.masked)

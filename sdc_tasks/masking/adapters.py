@@ -11,7 +11,9 @@ method; the stage builders are ``sdc_tasks.masking.apply``).
 - record adapters (``apply.RecordKernel``): (values, ids, params, context) -> masked values, the context
   holding seed, step and the moments of the step input plus what the method's context hook adds;
 - categorical methods (``apply.CategoryMethod``): the counts a method plans on, its plan and its mapping of a
-  partition's records (``sdc_tasks.masking.categorical``).
+  partition's records (``sdc_tasks.masking.categorical``);
+- household methods: the mask stage itself, (step input, variables, params, StepContext) -> ``_pos`` and the
+  swapped columns (record swapping: ``sdc_tasks.masking.swap_stage.swapped_frame_of``).
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ from sdc_tasks.masking.postmask import PostMaskResult, post_mask, random_start
 from sdc_tasks.masking.rankswap import SwapCarry, rank_swap_chunk, rank_swap_column
 from sdc_tasks.masking.recoding import mapped, recode_dtype, recode_plan, threshold_coded, threshold_variables
 from sdc_tasks.masking.resampling import resample_column, rescale
+from sdc_tasks.masking.swap_stage import swapped_frame_of
 from sdc_tasks.masking.univariate import individual_ranking, optimal_univariate, projected_microaggregation
 from sdc_tasks.masking.vmdav import variable_microaggregate_block
 from sdc_tasks.randomness import rng_for
@@ -216,3 +219,12 @@ def suppression_counts(params: dict) -> str:
 local_suppression = CategoryMethod(suppression_counts, suppression_plan, suppressed, masked_dtype=nullable_dtype,
                                    suppresses=True)
 recode = CategoryMethod("values", recode_plan, mapped, masked_dtype=recode_dtype)
+
+
+# ---- household methods ----
+
+
+def swapped_records(ddf: dd.DataFrame, variables: list[str], params: dict, ctx: StepContext) -> dd.DataFrame:
+    """Targeted record swapping's mask stage (sdcMicro recordSwap; docs/recordswap.md): ``_pos``, the swapped
+    hierarchy and carry-along columns and the step's figures."""
+    return swapped_frame_of(ddf, variables, params, ctx)

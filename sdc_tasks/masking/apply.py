@@ -42,7 +42,7 @@ class StepContext:
     the declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None
     for the sorted observed values), and the household id column with the household-level variables, which
     categorical methods mask once per household (``household``, ``household_variables``;
-    ``sdc_tasks.masking.households``)."""
+    ``sdc_tasks.masking.households``) and record swapping swaps whole (``sdc_tasks.masking.swap_stage``)."""
 
     seed: int
     step: int

@@ -18,6 +18,7 @@ from sdc_tasks.masking.households import household_outcome, household_suppressed
 from sdc_tasks.masking.postmask_outcome import FIGURE_COLUMNS, PostMaskOutcome
 from sdc_tasks.masking.postmask_stage import blocked_records_with_figures, step_outcome
 from sdc_tasks.masking.registry import METHODS, Method
+from sdc_tasks.masking.swap_outcome import OUTCOME_COLUMN, SwapOutcome, swap_outcome_from_json
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.reserved import HOUSEHOLD_EXTRA_COL
 from sdc_tasks.stats.moments import frame_moments
@@ -69,29 +70,34 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
         if kernel.suppresses and any(v in ctx.household_variables for v in variables):
             return household_suppressed_records(source, variables, params, ctx, kernel)
         return A.category_records(source, variables, params, ctx, kernel)
+    if row.shape == "household":
+        return kernel(source, variables, params, ctx)
     return A.record_records(source, variables, params, ctx, kernel,
                             _record_context(row, source, variables, params, ctx))
 
 
 @dataclass
 class Applied(A.Staged):
-    """A step's restored output (``apply.Staged``) and, for a post-masking method, what it reached (for a
-    suppressing one with households, its extra suppressions)."""
+    """A step's restored output (``apply.Staged``) and, for a post-masking or record swapping method, what it
+    reached (for a suppressing one with households, its extra suppressions)."""
 
-    outcome: PostMaskOutcome | HouseholdOutcome | None = None
+    outcome: PostMaskOutcome | HouseholdOutcome | SwapOutcome | None = None
 
 
 def outcome_for(method: str, params: dict[str, Any],
-                masked_values: str | Path) -> PostMaskOutcome | HouseholdOutcome | None:
-    """What a post-masking step reached, from the block figures its mask stage wrote to ``masked_values``; for a
-    suppressing step that made households consistent, the extra suppressions (``masking.households``); None for
-    any other step."""
+                masked_values: str | Path) -> PostMaskOutcome | HouseholdOutcome | SwapOutcome | None:
+    """What a post-masking or record swapping step reached, from the figures its mask stage wrote to
+    ``masked_values``; for a suppressing step that made households consistent, the extra suppressions
+    (``masking.households``); None for any other step."""
     row = METHODS[method]
     if row.shape == "categorical" and row.adapter().suppresses:
         masked = read_table(masked_values, "parquet")
         return household_outcome(method, masked) if HOUSEHOLD_EXTRA_COL in masked.columns else None
     if not row.reports_outcome:
         return None
+    if METHODS[method].shape == "household":
+        texts = read_table(masked_values, "parquet")[OUTCOME_COLUMN].dropna().head(1, npartitions=-1)
+        return swap_outcome_from_json(texts.iloc[0])
     figures = read_table(masked_values, "parquet")[list(FIGURE_COLUMNS.values())]
     first = FIGURE_COLUMNS["records"]
     return step_outcome(method, params, figures[figures[first].notnull()].compute())

@@ -389,3 +389,36 @@ def map_file_entries(name: str, base_dir: Path) -> dict:
         except ValueError:
             continue
     return {row[0]: t for row, t in zip(rows, targets)}
+
+
+class RecordSwapParams(Params):
+    """Targeted record swapping (sdcMicro recordSwap; docs/recordswap.md): households whose risk variables are in a
+    cell of fewer than k persons at some geographic level swap their geography with a similar household of another
+    area of that level, then random households up to the swap rate at the lowest level."""
+
+    hierarchy: list[str] = Field(min_length=1, max_length=100, description="geographic columns, coarse to fine "
+                                 "(e.g. region, district, area), each level nested in the one above")
+    risk_variables: list[str] = Field(min_length=1, max_length=100, description="person variables whose "
+                                      "combinations with the geography define the risk (e.g. age, sex, nationality)")
+    k: int = Field(default=3, ge=1, le=LARGEST_K, description="a household is risky at a level when a member's "
+                   "combination of the risk variables and the geography down to that level counts fewer than k "
+                   "persons")
+    swap_rate: float = Field(default=0.05, ge=0, le=1, description="share of the households swapped at the lowest "
+                             "level (both households of a pair counted), risky households included, 0 to 1")
+    similar: list[list[str]] = Field(default_factory=lambda: [[]], min_length=1, max_length=100,
+                                     description="similarity profiles, tried in order: a donor household matches "
+                                     "the swapped one on every column of the profile (e.g. [[hhsize, tenure], "
+                                     "[hhsize]]; [] matches any household)")
+    carry_along: list[str] = Field(default_factory=list, description="household-level columns swapped with the "
+                                   "geography")
+    household_id: str | None = Field(default=None, description="household id column (default: the spec's "
+                                      "households.id)")
+
+    @model_validator(mode="after")
+    def _distinct_columns(self) -> RecordSwapParams:
+        """Geography, carry-along and household id are distinct columns."""
+        named = [*self.hierarchy, *self.carry_along, *([self.household_id] if self.household_id else [])]
+        twice = sorted({c for c in named if named.count(c) > 1})
+        if twice:
+            raise ValueError(f"column {twice[0]!r} is named twice among hierarchy, carry_along and household_id")
+        return self

@@ -10,7 +10,9 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
+from sdc_tasks.masking.swap_outcome import SwapOutcome
 
+SWAP_METHOD = "record_swap"
 FIGURES = ("records", "e_initial", "e_final", "il1_initial", "il1_final", "iterations")
 """The per-block figures: records of the block, E and IL1 before and after, perturbations tried."""
 FIGURE_COLUMNS = {name: f"__postmask_{name}" for name in FIGURES}
@@ -74,20 +76,26 @@ class PostMaskOutcome:
                 f"\"Reaching TargetE\"")
 
 
-def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome | HouseholdOutcome:
-    """A step's outcome from its ``as_dict``: a ``PostMaskOutcome``, or a suppressing step's ``HouseholdOutcome``
-    (told by its ``extra_suppressions``)."""
+def outcome_from_dict(values: dict[str, Any]) -> PostMaskOutcome | HouseholdOutcome | SwapOutcome:
+    """A step's outcome from its ``as_dict``: a ``SwapOutcome`` for record swapping, a suppressing step's
+    ``HouseholdOutcome`` (told by its ``extra_suppressions``), else a ``PostMaskOutcome``."""
+    if values.get("method") == SWAP_METHOD:
+        return SwapOutcome(**values)
     if "extra_suppressions" in values:
         return HouseholdOutcome(**values)
     return PostMaskOutcome(**values)
 
 
 def outcome_metrics(steps) -> dict[str, Any]:
-    """The ``postmask_*`` metrics.json keys of a release's steps (objects with an ``outcome`` attribute, a
-    ``PostMaskOutcome.as_dict`` or None): those of its last post-masking step, with ``postmask_blocks_short``
-    counted over every post-masking step (so a gate on it, docs/postmask.md, sees each); none without one."""
-    outcomes = [o for o in (outcome_from_dict(s.outcome) for s in steps if s.outcome is not None)
-                if isinstance(o, PostMaskOutcome)]
-    if not outcomes:
-        return {}
-    return {**outcomes[-1].metrics(), "postmask_blocks_short": sum(o.blocks - o.blocks_met for o in outcomes)}
+    """The outcome keys of a release's steps (objects with an ``outcome`` attribute, an outcome's ``as_dict`` or
+    None): the ``postmask_*`` keys of its last post-masking step, with ``postmask_blocks_short`` counted over every
+    post-masking step (so a gate on it, docs/postmask.md, sees each), and the ``trs_*`` keys of its last record
+    swapping step; none without such steps."""
+    outcomes = [outcome_from_dict(s.outcome) for s in steps if s.outcome is not None]
+    postmask = [o for o in outcomes if isinstance(o, PostMaskOutcome)]
+    swaps = [o for o in outcomes if isinstance(o, SwapOutcome)]
+    out = swaps[-1].metrics() if swaps else {}
+    if postmask:
+        out.update({**postmask[-1].metrics(),
+                    "postmask_blocks_short": sum(o.blocks - o.blocks_met for o in postmask)})
+    return out

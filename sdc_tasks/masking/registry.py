@@ -30,6 +30,7 @@ from sdc_tasks.masking.params import (
     ProjectedParams,
     RankSwapParams,
     RecodeParams,
+    RecordSwapParams,
     ResampleParams,
     SyntheticPostMaskParams,
     TopBottomParams,
@@ -52,6 +53,8 @@ SHAPES = {
     "column": "one variable at a time over its whole scope (the file, or each stratum), exactly",
     "record": "record by record, with statistics of the whole file",
     "categorical": "exact category or key-combination counts per scope, then each partition's records mapped",
+    "household": "a household table (one row per household) planned on the client, the plan then looked up per "
+                 "partition by household id, so no household is split",
 }
 
 
@@ -59,9 +62,10 @@ SHAPES = {
 class Method:
     """A registered masking method: adding one is a row here and a kernel (with its adapter).
 
-    ``shape``: how it runs (``SHAPES``); its ``kind`` follows: "categorical" for the categorical shape,
-    "continuous" otherwise. ``kernel``: the name, in ``sdc_tasks.masking.adapters``, of the adapter of its shape
-    (``apply.BlockKernel``, ``ColumnKernel``, ``RecordKernel``, or an ``apply.CategoryMethod``), loaded by
+    ``shape``: how it runs (``SHAPES``); its ``kind`` follows: "categorical" for the categorical and household
+    shapes, "continuous" otherwise. ``kernel``: the name, in ``sdc_tasks.masking.adapters``, of the adapter of its shape
+    (``apply.BlockKernel``, ``ColumnKernel``, ``RecordKernel``, an ``apply.CategoryMethod``, or for the household
+    shape the mask stage itself, (step input, variables, params, StepContext) -> frame), loaded by
     :meth:`adapter` on first use, so that reading the registry (``sdc --help``, ``sdc validate``) imports no Dask
     or kernel code. ``summary``, ``source`` (the section of the source
     paper it follows), ``example`` (small valid parameters, usable on a file of a few hundred records) and
@@ -77,8 +81,9 @@ class Method:
     Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
     state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
 
-    Flags: ``reports_outcome``, a blocked method whose kernel returns a ``PostMaskResult`` (values and the
-    figures of ``sdc_tasks.masking.postmask_outcome``, which the step reports); ``after_masking``, a step that
+    Flags: ``reports_outcome``, a method whose step reports what it reached: a blocked method whose kernel
+    returns a ``PostMaskResult`` (values and the figures of ``sdc_tasks.masking.postmask_outcome``), or record
+    swapping (``sdc_tasks.masking.swap_outcome``); ``after_masking``, a step that
     moves an already masked file toward the original records' statistics, so it needs those records (a
     release's input, or ``sdc mask --original``); ``ordinal``, a
     categorical method that needs an order of the categories; ``on_keys``, a method whose variables default
@@ -86,7 +91,7 @@ class Method:
 
     name: str
     params: type[Params]
-    shape: Literal["blocked", "column", "record", "categorical"]
+    shape: Literal["blocked", "column", "record", "categorical", "household"]
     kernel: str
     summary: str
     source: str
@@ -106,7 +111,7 @@ class Method:
     @property
     def kind(self) -> Literal["continuous", "categorical"]:
         """The variables it masks: "categorical" or "continuous"."""
-        return "categorical" if self.shape == "categorical" else "continuous"
+        return "categorical" if self.shape in ("categorical", "household") else "continuous"
 
     def adapter(self) -> Any:
         """The kernel adapter (or categorical method) that ``kernel`` names."""
@@ -282,14 +287,31 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "the first k records of each key combination (threshold: the combinations with summed weights) by a "
            "Dask tree reduction, suppressions decided on that table, applied per partition",
            on_keys=True),
+    Method("record_swap", RecordSwapParams, "household", "swapped_records",
+           "targeted record swapping (TRS): households in a cell of fewer than k persons (risk variables by "
+           "geography) at a level swap their whole geography and carry-along variables with a similar household "
+           "of another area of that level, then random households up to the swap rate at the lowest level",
+           "sdcMicro recordSwap (R/recordSwap.R, src/recordSwap/recordSwap.cpp, vignette \"Targeted Record "
+           "Swapping\"); choices: docs/recordswap.md",
+           {"hierarchy": ["region", "district", "area"], "risk_variables": ["age_group", "sex", "nationality"],
+            "k": 3, "swap_rate": 0.05, "similar": [["hhsize"], []], "carry_along": ["tenure"],
+            "household_id": "household_id"},
+           "risk counts by a Dask tree reduction, the household table (one row per household) by a grouping on the "
+           "household id, the plan made on it on the client, then looked up per partition by household id",
+           reports_outcome=True),
 )}
 
 
 def ruled_variables(params: dict[str, Any]) -> list[str] | None:
-    """The variables named by a method's per-variable ``rules`` (recode, top_bottom_coding), which a step masks
-    unless told otherwise; None for a method without rules."""
+    """The variables a method's parameters name, which a step masks unless told otherwise: those of its
+    per-variable ``rules`` (recode, top_bottom_coding), or its ``hierarchy`` and ``carry_along`` (record_swap);
+    None for a method whose parameters name none."""
     rules = params.get("rules")
-    return list(rules) if isinstance(rules, dict) else None
+    if isinstance(rules, dict):
+        return list(rules)
+    if isinstance(params.get("hierarchy"), list):
+        return [*params["hierarchy"], *params.get("carry_along", [])]
+    return None
 
 
 def household_suppression_error(method: str, params: dict[str, Any], homes: list[str]) -> str | None:

@@ -54,6 +54,10 @@ BOOKKEEPING = "bookkeeping"
 COMPARISON = "comparison"
 POSTMASK = "postmask"  # what a post-masking step reached (sdc_tasks.masking.postmask_outcome)
 POSTMASK_SOURCE = "post_masking_optimization.txt sec. 3 (docs/postmask.md)"
+SWAP = "record_swap"  # what a record swapping step reached (sdc_tasks.masking.swap_outcome)
+SWAP_SOURCE = "sdcMicro recordSwap (docs/recordswap.md)"
+OUTCOME_METHODS = {POSTMASK: ("postmask", "synthetic_postmask"), SWAP: ("record_swap",)}
+"""The families of keys a masking step reports, and the methods whose steps report them."""
 
 CONTINUOUS = "continuous"
 CATEGORICAL = "categorical"
@@ -363,6 +367,24 @@ MEASURES: tuple[Measure, ...] = (
     _row("postmask_blocks_short", POSTMASK, "Post-masking: blocks whose E stayed at or above TargetE (every "
          "post-masking step of the release); gate it at 0 to refuse such a release", COUNT,
          source=POSTMASK_SOURCE, group=GROUP_OTHER),
+    _row("trs_swap_rate", SWAP, "Record swapping: share of the households swapped, both households of each pair, "
+         "all levels", FRACTION, NEUTRAL, range=(0.0, 1.0), source=SWAP_SOURCE, group=GROUP_OTHER),
+    _row("trs_swap_rate_target", SWAP, "Record swapping: the swap rate asked for at the lowest level", FRACTION,
+         NEUTRAL, range=(0.0, 1.0), source=SWAP_SOURCE, group=GROUP_OTHER),
+    _row("trs_level_swap_rate_<level>", SWAP, "Record swapping: share of the households swapped in pairs formed at "
+         "geographic level {i} (its risky households; at the lowest level also those drawn up to the swap rate)",
+         FRACTION, NEUTRAL, range=(0.0, 1.0), source=SWAP_SOURCE, group=GROUP_OTHER,
+         pattern=r"trs_level_swap_rate_(.+)"),
+    _row("trs_risky_households_before", SWAP, "Record swapping: households with a member in a cell of fewer than "
+         "k persons (risk variables by geography) at some level, before swapping", COUNT, NEUTRAL,
+         source=SWAP_SOURCE, group=GROUP_OTHER),
+    _row("trs_risky_households_after", SWAP, "Record swapping: the same count on the swapped file", COUNT,
+         source=SWAP_SOURCE, group=GROUP_OTHER),
+    _row("trs_unmatched_households", SWAP, "Record swapping: risky households that found no donor household and "
+         "kept their geography (counted, never listed); gate it at 0 to refuse such a release", COUNT,
+         source=SWAP_SOURCE, group=GROUP_OTHER),
+    _row("trs_persons_swapped", SWAP, "Record swapping: persons whose geography was exchanged", RECORDS, NEUTRAL,
+         source=SWAP_SOURCE, group=GROUP_OTHER),
     _row("n", BOOKKEEPING, "Records of the original file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("n_masked", BOOKKEEPING, "Records of the masked file", RECORDS, NEUTRAL, group=GROUP_OTHER),
     _row("p", BOOKKEEPING, "Continuous variables evaluated", COUNT, NEUTRAL, group=GROUP_OTHER),
@@ -456,8 +478,8 @@ def key_order(key: str) -> tuple[int, int, int, str]:
 
 
 def gated_families(key: str) -> tuple[str, ...] | None:
-    """The metric families a release gate on ``key`` needs computed (none for a post-masking key, which needs a
-    post-masking step); None when ``key`` is no measure a maximum can limit (unknown, bookkeeping, a diagnostic
+    """The metric families a release gate on ``key`` needs computed (none for a post-masking or record swapping
+    key, which needs such a step, ``OUTCOME_METHODS``); None when ``key`` is no measure a maximum can limit (unknown, bookkeeping, a diagnostic
     count, or a measure where higher is better)."""
     try:
         measure = measure_of(key)
@@ -467,8 +489,8 @@ def gated_families(key: str) -> tuple[str, ...] | None:
         return None
     if measure.family == SCORE:
         return tuple(dict.fromkeys(measure_of(k).family for k in _SCORE_INPUTS[key]))
-    if measure.family == POSTMASK:
-        return ()  # reported by a post-masking step, not by a metric family
+    if measure.family in OUTCOME_METHODS:
+        return ()  # reported by a masking step, not by a metric family
     return (measure.family,) if measure.family in FAMILIES else None
 
 

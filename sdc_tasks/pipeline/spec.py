@@ -17,7 +17,7 @@ from sdc_tasks.metrics.catalogue import (
     DEFAULT_CATEGORICAL_FAMILIES,
     DEFAULT_FAMILIES,
     FAMILIES,
-    POSTMASK,
+    OUTCOME_METHODS,
     gated_families,
     measure_of,
 )
@@ -232,9 +232,9 @@ class ReleaseSpec(_Strict):
             missing = [f for f in needs if f not in self.metrics]
             if missing:
                 raise ValueError(f"gate.max.{measure}: needs metric family {missing[0]!r} in metrics")
-            if measure_of(measure).family == POSTMASK and not any(METHODS[s.method].reports_outcome
-                                                                   for s in self.steps):
-                raise ValueError(f"gate.max.{measure}: needs a postmask or synthetic_postmask step")
+            reporters = OUTCOME_METHODS.get(measure_of(measure).family)
+            if reporters and not any(s.method in reporters for s in self.steps):
+                raise ValueError(f"gate.max.{measure}: needs a {' or '.join(reporters)} step")
         id_roles = [role for role, names in self.variables.named().items() if self.id_column in names]
         if id_roles:
             raise ValueError(f"id_column {self.id_column!r} cannot also be listed under variables.{id_roles[0]}")
@@ -263,10 +263,18 @@ class ReleaseSpec(_Strict):
             if reason:
                 raise ValueError(f"steps.{i}: {reason}")
 
+    def swap_risk_variables(self) -> list[str]:
+        """The risk variables of the spec's record_swap steps that no step masks: published unchanged, they are
+        protected by the swapped geography (docs/recordswap.md), so they may be categorical keys of the risk
+        measures without a masking step of their own."""
+        named = [v for s in self.steps if s.method == "record_swap" for v in s.params["risk_variables"]]
+        return [v for v in dict.fromkeys(named) if v not in self.masked_variables()]
+
     def _check_every_variable_masked(self) -> None:
         """Raise ValueError naming a continuous or categorical variable (the strata column aside) that no step
-        masks: a column published unchanged must say so under pass_through."""
-        roles, masked = self.variables, set(self.masked_variables())
+        masks: a column published unchanged must say so under pass_through (or be a risk variable of a
+        record_swap step, ``swap_risk_variables``)."""
+        roles, masked = self.variables, {*self.masked_variables(), *self.swap_risk_variables()}
         for role in ("continuous", "categorical"):
             idle = [v for v in getattr(roles, role) if v not in masked and v != roles.strata]
             if idle:
@@ -380,8 +388,9 @@ class ReleaseSpec(_Strict):
     def column_accounting(self) -> dict[str, str]:
         """{column: what the release does with it} for the id column and every column the roles name."""
         roles = self.variables
-        return column_accounting(roles.pass_through, self.id_column, self.masked_variables(),
-                                 roles.strata, roles.weight, [*roles.direct_identifiers, *roles.drop])
+        return column_accounting([*roles.pass_through, *self.swap_risk_variables()], self.id_column,
+                                 self.masked_variables(), roles.strata, roles.weight,
+                                 [*roles.direct_identifiers, *roles.drop])
 
     def spec_hash(self) -> str:
         """SHA-256 of the canonical JSON form of the spec (paths as written, not resolved); the categorical,

@@ -140,7 +140,8 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
     returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
-    for a post-masking step, what it reached (``PostMaskOutcome.as_dict``; None otherwise)."""
+    for a post-masking or record swapping step, what it reached (``PostMaskOutcome.as_dict``,
+    ``SwapOutcome.as_dict``; None otherwise)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)

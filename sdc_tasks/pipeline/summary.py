@@ -28,7 +28,7 @@ VERSIONED_PACKAGES = ("sdc-pipeline", "dask", "distributed", "pandas", "numpy", 
 @dataclass(frozen=True)
 class StepSummary:
     """One masking step as it ran: method, parameters, variables, blocks (or scopes), seconds and, for a
-    post-masking step, what it reached (``PostMaskOutcome.as_dict``)."""
+    post-masking or record swapping step, what it reached (``PostMaskOutcome.as_dict``, ``SwapOutcome.as_dict``)."""
 
     method: str
     params: dict[str, Any]

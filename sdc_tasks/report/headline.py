@@ -82,13 +82,14 @@ def release_status(gate: dict | None) -> tuple[str, str]:
 
 
 def params_text(params: dict) -> str:
-    """Method parameters as "k=3, p=15"; per-variable rules as "rules: age breaks=[15, 25, 65]; roof map=5
-    categories into 3" (a recode map by its size, never its categories); other nested values as compact JSON."""
+    """Method parameters as "k=3, p=15", those left unset (None, an empty list) left out; per-variable rules as
+    "rules: age breaks=[15, 25, 65]; roof map=5 categories into 3" (a recode map by its size, never its
+    categories); other nested values as compact JSON."""
     return ", ".join(
         f"rules: {'; '.join(f'{v} {_rule_text(rule)}' for v, rule in value.items())}" if key == "rules"
         and isinstance(value, dict) else
         f"{key}={value if isinstance(value, (str, int, float)) else json.dumps(value, sort_keys=True)}"
-        for key, value in params.items()
+        for key, value in params.items() if value is not None and not (isinstance(value, (list, dict)) and not value)
     ) or "none"
 
 

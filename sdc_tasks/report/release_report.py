@@ -327,16 +327,20 @@ def report_sections(summary: dict, ru: Picture | None) -> list[Section]:
 # ---------------------------------------------------------------- documents and files
 
 
-def render_markdown(summary: dict, ru: Picture | None = None, inline: bool = False) -> str:
+def render_markdown(summary: dict, ru: Picture | None = None, inline: bool = False,
+                    sections: list[Section] | None = None) -> str:
     """The report as Markdown: headline, then the sections (``inline``: every picture as a data: URI, for a
-    Prefect artifact; otherwise only pictures written beside it, by file name)."""
+    Prefect artifact; otherwise only pictures written beside it, by file name; ``sections``: those
+    :func:`report_sections` gives for ``summary`` and ``ru``, when already drawn)."""
     return markdown_document(summary["title"], headline_markdown(headline(summary)),
-                             report_sections(summary, ru), inline)
+                             report_sections(summary, ru) if sections is None else sections, inline)
 
 
-def render_html(summary: dict, ru: Picture | None = None) -> str:
-    """The report as one standalone HTML page (inline CSS and images; no script, no external resource)."""
-    return html_page(summary["title"], headline_html(headline(summary)), report_sections(summary, ru))
+def render_html(summary: dict, ru: Picture | None = None, sections: list[Section] | None = None) -> str:
+    """The report as one standalone HTML page (inline CSS and images; no script, no external resource;
+    ``sections`` as for :func:`render_markdown`)."""
+    return html_page(summary["title"], headline_html(headline(summary)),
+                     report_sections(summary, ru) if sections is None else sections)
 
 
 def write_report(summary: dict, out_dir) -> dict[str, Path]:
@@ -351,8 +355,9 @@ def write_report(summary: dict, out_dir) -> dict[str, Path]:
     if ru is not None:
         paths["ru_map"] = out / RU_MAP_NAME
         paths["ru_map"].write_bytes(ru.png)
+    sections = report_sections(summary, ru)  # the pictures drawn once for both documents
     paths["markdown"] = out / "report.md"
-    paths["markdown"].write_text(render_markdown(summary, ru), encoding="utf-8")
+    paths["markdown"].write_text(render_markdown(summary, ru, sections=sections), encoding="utf-8")
     paths["html"] = out / "report.html"
-    paths["html"].write_text(render_html(summary, ru), encoding="utf-8")
+    paths["html"].write_text(render_html(summary, ru, sections=sections), encoding="utf-8")
     return paths
