@@ -36,7 +36,7 @@ from sdc_tasks import (
 )
 from sdc_tasks.cli import app
 from sdc_tasks.errors import raised_by_us
-from sdc_tasks.generate import bundled_path
+from sdc_tasks.generate import Geography, bundled_path, household_chunk
 from sdc_tasks.masking.registry import METHODS, method_catalogue
 from sdc_tasks.metrics.catalogue import MEASURES
 
@@ -82,17 +82,27 @@ def example_of(info) -> dict:
 
 
 def mask_args(info) -> list[str]:
-    """The example parameters and variables of a registered method as ``sdc mask`` options."""
+    """The example parameters and variables of a registered method as ``sdc mask`` options (a household-shaped
+    method's variables are those its parameters name)."""
     args = [a for name, value in example_of(info).items()
-            for a in ("--param", f"{name}={json.dumps(value) if isinstance(value, dict) else value}")]
-    if info.kind == "categorical":
+            for a in ("--param", f"{name}={json.dumps(value) if isinstance(value, (dict, list)) else value}")]
+    if info.kind == "categorical" and info.shape != "household":
         args += ["--vars", ",".join(ORDINAL_VARS if info.ordinal else CATEGORICAL_VARS)]
     return args
 
 
 def api_vars(info) -> list[str] | None:
     """The variables ``mask_args`` names, for mask()."""
-    return None if info.kind == "continuous" else ORDINAL_VARS if info.ordinal else CATEGORICAL_VARS
+    if info.kind == "continuous" or info.shape == "household":
+        return None
+    return ORDINAL_VARS if info.ordinal else CATEGORICAL_VARS
+
+
+def input_for(info, continuous: pd.DataFrame, categorical: pd.DataFrame) -> pd.DataFrame:
+    """The file a method masks here: persons in households (the generator's) for a household-shaped method."""
+    if info.shape == "household":
+        return household_chunk(300, 3, 0, 0, Geography(2, 2, 3))
+    return continuous if info.kind == "continuous" else categorical
 
 
 # ---- the same numbers as sdc mask, for every method of the registry ----
@@ -100,7 +110,7 @@ def api_vars(info) -> list[str] | None:
 
 @pytest.mark.parametrize("info", method_catalogue(), ids=lambda m: m.name)
 def test_mask_gives_what_sdc_mask_writes(info, continuous, categorical, tmp_path, no_cluster):
-    data = continuous if info.kind == "continuous" else categorical
+    data = input_for(info, continuous, categorical)
     given = data.copy(deep=True)
     originals = {"original": data} if info.after_masking else {}
     result = mask(data, info.name, vars=api_vars(info), seed=5, **originals, **example_of(info))

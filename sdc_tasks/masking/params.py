@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationInfo, field_validator, model_serializer, model_validator
+from pydantic_core import PydanticKnownError
 
 
 class Params(BaseModel):
@@ -140,7 +141,8 @@ class LocalSuppressionParams(Params):
     Local suppression; k-anonymity; sdcMicro kAnon's ``combs``), or until no record's individual risk is above a
     threshold (mu-Argus; sdcMicro localSupp)."""
 
-    k: int | list[int] | None = Field(default=None, description="every combination of the key variables must "
+    k: int | list[int] | None = Field(default=None, ge=2, le=LARGEST_K,
+                                      description="every combination of the key variables must "
                                       f"occur at least k times (2 to {LARGEST_K}); with combs or key_sets one k for "
                                       "all, or one per entry; k or threshold is required")
     threshold: float | None = Field(default=None, gt=0, lt=1, description="instead of k: values suppressed until no "
@@ -161,11 +163,17 @@ class LocalSuppressionParams(Params):
     @field_validator("k", mode="plain")
     @classmethod
     def _k_values(cls, k: Any) -> int | list[int] | None:
-        """An integer from 2 to LARGEST_K, or a non-empty list of them."""
+        """An integer from 2 to LARGEST_K, or a non-empty list of them (a value out of that range is reported as the
+        field's declared range, as pydantic reports it for a plain integer)."""
+        if k is None:
+            return k
         values = k if isinstance(k, list) else [k]
-        whole = all(isinstance(v, int) and not isinstance(v, bool) for v in values)
-        if k is not None and (not values or not whole or any(v < 2 or v > LARGEST_K for v in values)):
+        if not values or not all(isinstance(v, int) and not isinstance(v, bool) for v in values):
             raise ValueError(f"must be an integer from 2 to {LARGEST_K}, or a list of them")
+        if min(values) < 2:
+            raise PydanticKnownError("greater_than_equal", {"ge": 2})
+        if max(values) > LARGEST_K:
+            raise PydanticKnownError("less_than_equal", {"le": LARGEST_K})
         return k
 
     @field_validator("threshold")
