@@ -395,7 +395,6 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
                 tls_ca_file: Optional[str] = TLS_CA_FILE, tls_cert: Optional[str] = TLS_CERT,
                 tls_key: Optional[str] = TLS_KEY) -> None:
     """Rank masking methods and parameters on one file (chapter 6 methodology): ranking, R-U map, report."""
-    from sdc_tasks.cluster import dask_client
     from sdc_tasks.comparison.outputs import comparison, comparison_summary, write_release_spec
     from sdc_tasks.comparison.run import check_best_spec, load_grid, parse_limits
 
@@ -404,7 +403,7 @@ def compare_cmd(input: Path = typer.Option(..., help="input file (CSV or Parquet
     with _reported("compare"):
         limits, chosen = parse_limits(limit), load_grid(grid)
         check_best_spec(chosen, best_spec)
-        with _progress("compare"), dask_client(dask_address, workers, tls=TlsFiles(tls_ca_file, tls_cert, tls_key)):
+        with _progress("compare"), _command_cluster(dask_address, workers, TlsFiles(tls_ca_file, tls_cert, tls_key)):
             result = comparison(input, out, chosen, id_col, _split(variables), _split(key_vars), limits, parallel,
                                 overwrite, risk)
         typer.echo(json.dumps(comparison_summary(result), indent=2))

@@ -266,6 +266,10 @@ def counting(client: Client) -> Iterator[None]:
             client.unregister_scheduler_plugin(plugin.name)
 
 
+LOCAL_TASKS = "threads-of-this-process"
+"""The tracker's name for the counts of Dask's threaded scheduler in this process."""
+
+
 class _LocalTaskCounter(Callback):
     """Dask local-scheduler callback: the tasks of every graph run on threads in this process (submitted when its
     graph starts, done as each ends), for a tracker, as one more client's counts."""
@@ -287,9 +291,6 @@ class _LocalTaskCounter(Callback):
         with self.lock:
             self.done += 1
             self.tracker.counted(LOCAL_TASKS, self.done, self.total)
-
-
-LOCAL_TASKS = "threads-of-this-process"
 
 
 @contextlib.contextmanager
