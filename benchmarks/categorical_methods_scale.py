@@ -247,6 +247,16 @@ def run_rscript(script: Path, limit: float) -> tuple[str, float, float | None]:
     return text, wall, usage.ru_maxrss / 2**20
 
 
+def timed_r(script: Path, limit: float) -> tuple[float, float | None, float, float]:
+    """``run_rscript`` of an ``r_program``: (wall seconds, peak GiB, the read's and the operation's seconds R
+    printed); the peak None and both seconds 0 when it was stopped after ``limit`` seconds."""
+    text, wall, peak = run_rscript(script, limit)
+    if peak is None:
+        return wall, None, 0.0, 0.0
+    seconds = re.search(r"read ([0-9.]+) op ([0-9.]+)", text)
+    return wall, peak, float(seconds.group(1)), float(seconds.group(2))
+
+
 def run_sdcmicro(data: Path, tmp: Path, rows: int, names: list[str], r_lib: str | None, limit: float) -> None:
     """Write the records as CSV and time each operation of ``names`` in its own Rscript process."""
     csv = tmp / "records.csv"
@@ -256,12 +266,10 @@ def run_sdcmicro(data: Path, tmp: Path, rows: int, names: list[str], r_lib: str 
     for name in names:
         script = tmp / f"{re.sub(r'[^a-z0-9]+', '_', name)}.R"
         script.write_text(r_program(csv, MASKING[name][1] if name in MASKING else RISK[name][1], r_lib))
-        text, wall, peak = run_rscript(script, limit)
+        wall, peak, read, op = timed_r(script, limit)
         if peak is None:
             print(f"{name:>28}: stopped after {wall:.0f} s", flush=True)
             continue
-        seconds = re.search(r"read ([0-9.]+) op ([0-9.]+)", text)
-        read, op = float(seconds.group(1)), float(seconds.group(2))
         print(
             f"{name:>28}: {op:8.1f} s  {rows / max(op, 1e-3):10.0f} records/s  read {read:5.1f} s  "
             f"process {wall:6.1f} s  peak {peak:5.2f} GiB",

@@ -9,9 +9,11 @@ from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Iterator
 
+import dask
 from distributed import Client, LocalCluster
 from distributed.client import AllExit
 from distributed.diagnostics.plugin import WorkerPlugin
+from distributed.scheduler import KilledWorker, NoWorkerError
 from distributed.security import Security
 
 from sdc_tasks.errors import InputError, withhold_compute_failures
@@ -25,6 +27,45 @@ LOG = logging.getLogger("sdc_tasks.cluster")
 LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
 CONNECT_SECONDS = 5
 """How long a client tries to reach a scheduler by address before the run fails naming it."""
+NO_WORKERS_TIMEOUT = "120s"
+"""How long the tasks of a run's own LocalCluster wait with no worker alive (its worker processes and their
+nannies killed, e.g. by the kernel's out-of-memory killer) before the run fails: Dask's
+``distributed.scheduler.no-workers-timeout``, unless that is set. A worker paused to spill counts as not
+running, so the wait is long enough for spilling to free memory."""
+
+
+class WorkersLost(InputError):
+    """The run's Dask workers died: none left for the no-workers timeout, or one task killed a worker each time
+    it was tried (``distributed.scheduler.allowed-failures`` + 1 times)."""
+
+
+def workers_lost(exc: NoWorkerError | KilledWorker) -> WorkersLost:
+    """The WorkersLost that says in one line how Dask's ``exc`` ended the run (its task's key, no data)."""
+    if isinstance(exc, KilledWorker):
+        what = f"task {exc.task!r} killed the Dask worker that ran it, {exc.allowed_failures + 1} times in a row"
+    else:
+        what = f"no Dask worker was left alive for {exc.timeout:g} s (task {exc.task!r} was waiting)"
+    return WorkersLost(f"{what}: workers are killed when their memory runs out; give each worker more memory "
+                       "or use fewer, smaller partitions (deploy/README.md, \"Worker memory and spilling\")")
+
+
+RESTART_SECONDS = 30
+"""How long a run that lost workers waits for its LocalCluster's nannies to finish restarting them before it
+closes the cluster (closing a nanny in the middle of a restart fails in Dask)."""
+
+
+@contextlib.contextmanager
+def _reporting_lost_workers(client: Client, restarted: int = 0) -> Iterator[None]:
+    """For the block, Dask's NoWorkerError and KilledWorker are raised as WorkersLost; with ``restarted``, first
+    wait up to RESTART_SECONDS for that many workers to be back (the nannies of the run's own LocalCluster
+    restart the killed ones)."""
+    try:
+        yield
+    except (NoWorkerError, KilledWorker) as exc:
+        if restarted and isinstance(exc, KilledWorker):
+            with contextlib.suppress(Exception):  # nannies that cannot restart: the cluster closes all the same
+                client.wait_for_workers(restarted, timeout=RESTART_SECONDS)
+        raise workers_lost(exc) from exc
 
 
 class WithheldWorkerErrors(WorkerPlugin):
@@ -96,9 +137,11 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     scheduler (over TLS with ``tls``) is left running. The dashboard's URL is logged when the client connects
     (``_announce``); Dask's own INFO and WARNING logs only when ``verbose()``, and the local workers' logs only then
     (the run reports failed tasks and a lost scheduler itself; a worker outliving the scheduler of an interrupted
-    run prints no heartbeat traceback); its tasks are counted for the progress display (``progress.counting``)."""
+    run prints no heartbeat traceback); its tasks are counted for the progress display (``progress.counting``).
+    Workers that die under the run end it with WorkersLost (on the LocalCluster, also when none is left for
+    ``NO_WORKERS_TIMEOUT``) instead of a wait without end."""
     if address:
-        with attached_client(address, tls) as client, counting(client):
+        with attached_client(address, tls) as client, counting(client), _reporting_lost_workers(client):
             _announce(client)
             yield withholding_worker_errors(client)
         return
@@ -108,15 +151,24 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
     with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
         started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
-        with interruption_deferred():  # a Ctrl-C meanwhile is raised after, the cluster then closed
+        with interruption_deferred(), _failing_without_workers():  # a Ctrl-C meanwhile is raised after
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
                 host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
                 silence_logs=worker_level,
                 local_directory=local_directory))
-        with Client(cluster, set_as_default=True) as client, counting(client):
+        with Client(cluster, set_as_default=True) as client, counting(client), \
+                _reporting_lost_workers(client, workers):
             _announce(client)
             yield withholding_worker_errors(client)
+
+
+def _failing_without_workers() -> contextlib.AbstractContextManager:
+    """Dask's configuration while a LocalCluster's scheduler starts: ``NO_WORKERS_TIMEOUT`` unless the user's
+    configuration sets ``distributed.scheduler.no-workers-timeout``."""
+    if dask.config.get("distributed.scheduler.no-workers-timeout", None) is not None:
+        return contextlib.nullcontext()
+    return dask.config.set({"distributed.scheduler.no-workers-timeout": NO_WORKERS_TIMEOUT})
 
 
 def dashboard_link(client: Client) -> str | None:

@@ -33,6 +33,16 @@ def active_client() -> Any:
         return None
 
 
+def shared(obj: Any) -> Any:
+    """``obj`` (a table many tasks of a graph read) as a task argument held once: scattered to the workers when a
+    ``distributed`` client runs this thread's computations, so that the graph sent to its scheduler stays small
+    (no "Sending large graph" warning), else ``dask.delayed(obj)``, one task of the graph. Tasks on threads read
+    the same object: they must not build its lazy parts (a pandas index's hash table, built by ``get_indexer``
+    or ``is_unique``, can come out broken when threads build it at once)."""
+    owner = getattr(dask.base.get_scheduler(), "__self__", None)
+    return dask.delayed(owner.scatter(obj, hash=False) if isinstance(owner, Client) else obj)
+
+
 def input_bytes(data: Any) -> int:
     """Bytes of an input: on disk for a file or dataset directory, in memory for a pandas DataFrame, and for a
     Dask DataFrame its first partition's memory times the number of partitions (one partition computed)."""

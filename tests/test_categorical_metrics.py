@@ -16,7 +16,7 @@ import pytest
 from sdc_tasks.errors import InputError
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.metrics import pld
+from sdc_tasks.metrics import categorical_risk, pld
 from sdc_tasks.metrics.catalogue import gated_families
 from sdc_tasks.metrics.categorical_loss import categorical_loss, loss_counts
 from sdc_tasks.metrics.categorical_risk import (
@@ -225,6 +225,32 @@ def test_pld_cat_identity_with_unique_combinations_links_everyone():
     out = _run(grid, grid, categorical=["a", "b", "c"], families=("cat_risk",))
     assert out["PLD_cat"] == pytest.approx(100.0)
     assert out["sample_uniques_percent"] == pytest.approx(100.0)
+
+
+def test_pld_cat_refuses_a_key_so_fine_that_candidates_explode_naming_it(monkeypatch):
+    rng = np.random.default_rng(3)
+    original = pd.DataFrame({"record_id": np.arange(400), "sex": rng.integers(1, 3, 400),
+                             "region": rng.integers(1, 4, 400), "area": rng.integers(1, 151, 400)})
+    masked = original.assign(area=rng.integers(1, 151, 400))
+    # candidate pairs before merging duplicates, counted by brute force over the two tables of combinations:
+    # per key left out, the (masked, original) combination pairs equal on the other two keys
+    keys = ["sex", "region", "area"]
+    m_combos = masked[keys].drop_duplicates().to_numpy()
+    o_combos = original[keys].drop_duplicates().to_numpy()
+    equal = m_combos[:, None, :] == o_combos[None, :, :]
+    per_key = {k: int(np.delete(equal, i, axis=2).all(axis=2).sum()) for i, k in enumerate(keys)}
+    total = sum(per_key.values())
+    assert max(per_key, key=per_key.get) == "area"
+    available = total * categorical_risk.PAIR_BYTES - 1
+    monkeypatch.setattr(categorical_risk, "available_memory", lambda: available)
+    with pytest.raises(InputError, match=rf"^cat_risk: PLD_cat would weigh {total:,} candidate pairs of key "
+                                         rf"combinations, about {total * 1200 / 2**30:.1f} GiB where "
+                                         rf"{available / 2**30:.1f} GiB are available; {per_key['area']:,} of them "
+                                         rf"are pairs that differ on area \({original['area'].nunique()} "
+                                         r"categories\): take so fine a key "):
+        _run(original, masked, categorical=keys, families=("cat_risk",))
+    monkeypatch.undo()
+    assert 0 <= _run(original, masked, categorical=keys, families=("cat_risk",))["PLD_cat"] <= 100
 
 
 def test_transport_equals_record_assignment():

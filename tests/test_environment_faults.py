@@ -1,8 +1,8 @@
 """Faults of a release's environment, injected: a full, read-only or vanishing output, an ``--out`` that is a file
-or someone else's directory, an unreachable or lost Dask scheduler, a Prefect API that does not answer, and an
-input changed or reached through a symbolic link. Each ends with one error naming the resource (exit 2 from the
-command line), nothing published, no hidden directory left beside the output, and the computed metrics kept
-when only writing failed."""
+or someone else's directory, an unreachable or lost Dask scheduler, workers that die, a Prefect API that does not
+answer, and an input changed or reached through a symbolic link. Each ends with one error naming the resource
+(exit 2 from the command line), nothing published, no hidden directory left beside the output, and the computed
+metrics kept when only writing failed."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import errno
 import json
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -19,14 +20,16 @@ import threading
 import time
 from pathlib import Path
 
+import dask
 import pytest
 import yaml
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, default_client
 from processes import SOURCE_ROOT
 from typer.testing import CliRunner
 
 import sdc_tasks.outputs
 from sdc_tasks.cli import app
+from sdc_tasks.cluster import WorkersLost, dask_client
 from sdc_tasks.errors import InputError
 from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
@@ -281,6 +284,39 @@ def test_scheduler_lost_mid_run_names_it_and_publishes_nothing(tmp_path, systmp)
         lost.close()
         cluster.close()
     assert left_beside(tmp_path / "release") == []
+
+
+async def never_restarted() -> None:
+    """A nanny's ``instantiate`` that starts no worker process."""
+
+
+def test_every_worker_killed_mid_run_ends_it_naming_why_and_publishes_nothing(tmp_path, systmp):
+    def mask(spec, i, paths):
+        client = default_client()
+        for nanny in client.cluster.workers.values():
+            nanny.instantiate = never_restarted  # as when the nanny cannot start a worker any more
+        for pid in client.run(os.getpid).values():
+            os.kill(pid, signal.SIGKILL)
+        return mask_stage(spec, i, paths)
+
+    spec = load_spec(spec_file(tmp_path, **IL_ONLY))
+    started = time.monotonic()
+    with dask.config.set({"distributed.scheduler.no-workers-timeout": "1s"}), \
+            pytest.raises(InputError, match=r"^no Dask worker was left alive for 1 s \(task .*\): workers are killed "
+                                             r"when their memory runs out; .*; nothing was published$"):
+        released(spec, dask_client(workers=1), Stages(mask=mask), LOG)
+    assert time.monotonic() - started < 60 and left_beside(tmp_path / "release") == []
+
+
+def test_a_task_that_kills_its_worker_each_time_is_one_error_naming_the_task():
+    def fatal():
+        os._exit(1)
+
+    with dask.config.set({"distributed.scheduler.allowed-failures": 1}), \
+            pytest.raises(WorkersLost, match=r"^task 'fatal-.*' killed the Dask worker that ran it, 2 times in a "
+                                             r"row: .*Worker memory and spilling"), \
+            dask_client(workers=1) as client:
+        client.submit(fatal).result()
 
 
 # ---- from the command line ----

@@ -15,6 +15,7 @@ from sdc_tasks.errors import InputError, SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
+from sdc_tasks.masking.households import sorted_positions
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.postmask_outcome import outcome_from_dict, outcome_metrics
 from sdc_tasks.masking.registry import validate_params
@@ -313,3 +314,12 @@ def test_mask_takes_the_households_from_the_api_and_the_command_line(tmp_path, t
     assert "more household-level values suppressed in" in result.output
     written = pd.read_csv(tmp_path / "m.csv")
     assert members_agree(written, HOMES)
+
+
+def test_sorted_positions_finds_present_ids_and_only_them():
+    ids = np.array([2, 5, 9])
+    where, found = sorted_positions(ids, np.array([9, 1, 5, 10, 2, 6]))
+    assert found.tolist() == [True, False, True, False, True, False]
+    assert where[found].tolist() == [2, 1, 0]
+    assert [x.tolist() for x in sorted_positions(np.array([], dtype=np.int64), np.array([3, 4]))] == \
+        [[0, 0], [False, False]]

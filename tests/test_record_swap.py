@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import json
 import re
+import warnings
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from distributed import Client
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.generate import Geography, household_chunk
@@ -18,6 +21,8 @@ from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.masking.swap_outcome import SwapOutcome
+from sdc_tasks.masking.swap_stage import swapped_frame
+from sdc_tasks.scheduling import shared
 
 HIERARCHY = ["region", "district", "area"]
 RISK = ["age_group", "sex", "nationality"]
@@ -294,3 +299,33 @@ def test_a_release_reports_the_swap_and_the_household_risk(tmp_path):
     assert (released.groupby("household_id")[HIERARCHY].nunique() == 1).all().all()
     assert released["sex"].tolist() == original["sex"].tolist()
     assert summary is not None
+
+
+def test_a_plan_many_tasks_read_is_sent_to_a_cluster_once_outside_the_graph(dask_scheduler):
+    plan = np.arange(1_500_000) % 37  # 12 MB
+    persons = pd.DataFrame({"hid": np.arange(0, 3_000_000, 7), "area": -1})
+    expected = np.where(persons["hid"] < 1_500_000, persons["hid"] % 37, -1)
+
+    def moved(part, held):
+        inside = part["hid"].to_numpy() < len(held)
+        return part.assign(area=np.where(inside, held[np.where(inside, part["hid"], 0)], part["area"]))
+
+    ddf = dd.from_pandas(persons, npartitions=6)
+    with Client(dask_scheduler, set_as_default=False) as client, client.as_current(), \
+            dask.config.set(scheduler=client), warnings.catch_warnings():
+        warnings.simplefilter("error")  # distributed warns "Sending large graph" above 10 MB
+        out = ddf.map_partitions(moved, shared(plan), meta=ddf._meta).compute()
+    assert (out["area"].to_numpy() == expected).all()
+    with dask.config.set(scheduler="threads"):
+        assert (ddf.map_partitions(moved, shared(plan), meta=ddf._meta).compute()["area"].to_numpy() == expected).all()
+
+
+def test_households_found_in_a_plan_shared_by_threads_are_all_swapped():
+    ids = np.arange(0, 3_000_000, 2)
+    plan = pd.DataFrame({"area": ids % 37}, index=pd.Index(ids, name="hid"))
+    persons = pd.DataFrame({"hid": np.arange(0, 3_000_000, 7), "area": -1})
+    expected = np.where(persons["hid"] % 2 == 0, persons["hid"] % 37, -1)
+    ddf = dd.from_pandas(persons, npartitions=8)
+    with dask.config.set(scheduler="threads", num_workers=8):
+        out = swapped_frame(ddf, plan, "hid", ["area"]).compute()
+    assert (out["area"].to_numpy() == expected).all()

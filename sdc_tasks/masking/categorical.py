@@ -317,7 +317,8 @@ def prammed(rows: pd.DataFrame, variables: list[str], plan: dict, keys: dict) ->
     for v in variables:
         categories, matrix = plan[v]
         known = rows[v].notna().to_numpy()
-        codes = categories.get_indexer(rows[v][known])
+        # a private copy: the plan is shared by tasks on threads, which must not build its index's hash table at once
+        codes = categories.copy(deep=True).get_indexer(rows[v][known])
         if (codes < 0).any():
             raise RuntimeError(f"pram: variable {v!r} holds a category its frequencies did not count")
         ids, stream = draw_keys(rows[known], v, keys)

@@ -72,9 +72,20 @@ def _households_losing(part: pd.DataFrame, offset: int, mask: Callable, househol
 
 
 def _whole_households(tables: list[pd.DataFrame], household: str) -> pd.Series:
-    """Per household that loses a household-level value, the bit mask of every such value any member lost."""
+    """Per household that loses a household-level value, in household-id order, the bit mask of every such value
+    any member lost."""
     frame = pd.concat(tables, ignore_index=True)
     return frame.groupby(household, sort=True)[SUPPRESS_COL].agg(np.bitwise_or.reduce)
+
+
+def sorted_positions(ids: np.ndarray, values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Where each of ``values`` stands in the sorted unique ``ids`` (0 where absent) and whether it is there, by
+    binary search. Tasks on threads share such a table: a pandas index lookup on it would build the index's hash
+    table lazily, and threads that build it at once can miss keys."""
+    if len(ids) == 0:
+        return np.zeros(len(values), np.int64), np.zeros(len(values), bool)
+    where = np.minimum(np.searchsorted(ids, values), len(ids) - 1)
+    return where, ids[where] == values
 
 
 def _suppressed_households(part: pd.DataFrame, offset: int, mask: Callable, household: str, homes: list[str],
@@ -82,7 +93,8 @@ def _suppressed_households(part: pd.DataFrame, offset: int, mask: Callable, hous
     """One partition masked by ``mask``, then every member of a household in ``lost`` without the household-level
     values the household lost; ``HOUSEHOLD_EXTRA_COL`` counts the values each record lost only that way."""
     masked = mask(part, offset)
-    bits = lost.reindex(part[household].to_numpy(), fill_value=0).to_numpy(np.int64)
+    where, found = sorted_positions(lost.index.to_numpy(), part[household].to_numpy())
+    bits = np.where(found, lost.to_numpy(np.int64)[where], 0)
     extra = np.zeros(len(part), dtype=np.int64)
     for j, v in enumerate(homes):
         drop = (bits >> j & 1 == 1) & masked[v].notna().to_numpy()

@@ -21,9 +21,11 @@ import pandas as pd
 from sdc_tasks import blocking as B
 from sdc_tasks.errors import InputError
 from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.masking.households import sorted_positions
 from sdc_tasks.masking.record_swap import SwapPlan, plan_swaps
 from sdc_tasks.masking.swap_outcome import OUTCOME_COLUMN, SwapOutcome
 from sdc_tasks.reserved import COUNT_COL
+from sdc_tasks.scheduling import shared
 from sdc_tasks.stats.frequencies import frequency_tables
 from sdc_tasks.validation import household_faults
 
@@ -119,7 +121,7 @@ def household_table(ddf: dd.DataFrame, household: str, params: dict) -> pd.DataF
     hierarchy, risk_variables = params["hierarchy"], params["risk_variables"]
     tables = risk_tables(ddf, risk_variables, hierarchy)
     meta = _member_risk(ddf._meta, household, risk_variables, hierarchy, [t.iloc[:0] for t in tables])
-    members = ddf.map_partitions(_member_risk, household, risk_variables, hierarchy, dask.delayed(tables), meta=meta)
+    members = ddf.map_partitions(_member_risk, household, risk_variables, hierarchy, shared(tables), meta=meta)
     risks = {c: "max" for c in meta.columns if c.startswith(RISK_PREFIX)}
     columns = list(dict.fromkeys([*hierarchy, *_profile_columns(params), *params["carry_along"]]))
     grouped = members.groupby(household).agg({**risks, MEMBERS: "sum"}, split_out=ddf.npartitions)
@@ -147,8 +149,8 @@ def swap_plan(table: pd.DataFrame, params: dict, ctx: StepContext) -> SwapPlan:
 
 
 def plan_frame(table: pd.DataFrame, plan: SwapPlan, household: str, variables: list[str]) -> pd.DataFrame:
-    """The new values of the swapped columns of every household that swaps, indexed by household id: those of its
-    partner."""
+    """The new values of the swapped columns of every household that swaps, indexed by household id in ascending
+    order (``table``'s): those of its partner."""
     moved = np.flatnonzero(plan.partner != np.arange(len(table)))
     new = table[variables].iloc[plan.partner[moved]].reset_index(drop=True)
     return new.set_index(pd.Index(table[household].to_numpy()[moved], name=household))
@@ -157,9 +159,9 @@ def plan_frame(table: pd.DataFrame, plan: SwapPlan, household: str, variables: l
 def _swapped_part(part: pd.DataFrame, offset: int, plan: pd.DataFrame, household: str, variables: list[str],
                   outcome: str | None) -> pd.DataFrame:
     """``_pos`` and the swapped columns of one partition: a person of a household in the plan takes its row's
-    values, the others keep theirs; the step's figures (JSON) on the first row when ``outcome`` is given."""
-    where = plan.index.get_indexer(part[household])
-    moved = where >= 0
+    values, the others keep theirs; the step's figures (JSON) on the first row when ``outcome`` is given. The plan
+    is shared by the partitions' tasks and searched by ``households.sorted_positions``."""
+    where, moved = sorted_positions(plan.index.to_numpy(), part[household].to_numpy())
     out = pd.DataFrame({B.POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
     for v in variables:
         values = part[v].to_numpy(copy=True)
@@ -175,8 +177,8 @@ def swapped_frame(ddf: dd.DataFrame, plan: pd.DataFrame, household: str, variabl
     """The mask stage's frame (``_swapped_part`` per partition, aligned with the input)."""
     offsets = B.offsets_of(B.partition_lengths(ddf))
     meta = _swapped_part(ddf._meta, 0, plan.iloc[:0], household, variables, outcome)
-    shared = dask.delayed(plan)  # one task holds the plan, every partition's task reads it
-    pieces = [dask.delayed(_swapped_part)(part, int(offsets[i]), shared, household, variables, outcome)
+    held = shared(plan)  # one task or scattered piece holds the plan, every partition's task reads it
+    pieces = [dask.delayed(_swapped_part)(part, int(offsets[i]), held, household, variables, outcome)
               for i, part in enumerate(ddf.to_delayed())]
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)
 
@@ -186,12 +188,12 @@ def risky_after(ddf: dd.DataFrame, plan: pd.DataFrame, household: str, params: d
     hierarchy with the plan applied)."""
     hierarchy, risk_variables = params["hierarchy"], params["risk_variables"]
     columns = [household, *risk_variables, *(c for c in hierarchy if c not in risk_variables)]
-    swapped = ddf[columns].map_partitions(_with_plan, dask.delayed(plan), household, hierarchy,
+    swapped = ddf[columns].map_partitions(_with_plan, shared(plan), household, hierarchy,
                                           meta=ddf[columns]._meta)
     tables = risk_tables(swapped, risk_variables, hierarchy)
     meta = _risky_members(swapped._meta, household, risk_variables, hierarchy, [t.iloc[:0] for t in tables],
                           params["k"])
-    flagged = swapped.map_partitions(_risky_members, household, risk_variables, hierarchy, dask.delayed(tables),
+    flagged = swapped.map_partitions(_risky_members, household, risk_variables, hierarchy, shared(tables),
                                      params["k"], meta=meta)
     levels = flagged.groupby(household)["level"].min(split_out=ddf.npartitions).compute()
     return np.bincount(levels.to_numpy(np.int64), minlength=len(hierarchy)).tolist()

@@ -14,6 +14,7 @@ from itertools import combinations
 
 import numpy as np
 import pandas as pd
+import psutil
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.metrics import pld
@@ -23,6 +24,9 @@ from sdc_tasks.reserved import MASKED_ROW, ORIGINAL_ROW, PATTERN_COL, ROW_COL
 from sdc_tasks.reserved import WEIGHT_COL as WEIGHT
 
 KANON_KS = (2, 3, 5)
+PAIR_BYTES = 1200
+"""Peak memory of PLD_cat per candidate pair of key combinations, mostly its transportation LP (measured: 1.65
+million pairs, 1.9 GB; docs/categorical.md)."""
 RISK_THRESHOLD = 0.1
 
 
@@ -170,8 +174,10 @@ def candidate_combinations(masked: pd.DataFrame, original: pd.DataFrame, keys: l
     disagrees)."""
     m = masked[keys].reset_index(drop=True).assign(**{MASKED_ROW: np.arange(len(masked))})
     o = original[keys].reset_index(drop=True).assign(**{ORIGINAL_ROW: np.arange(len(original))})
+    ignored_sets = list(combinations(keys, min(max_disagreements, len(keys))))
+    _check_candidate_count(m, o, keys, ignored_sets)
     found = []
-    for ignored in combinations(keys, min(max_disagreements, len(keys))):
+    for ignored in ignored_sets:
         on = [k for k in keys if k not in ignored]
         pairs = m.merge(o, on=on) if on else m.merge(o, how="cross")
         found.append(pairs[[MASKED_ROW, ORIGINAL_ROW]])
@@ -179,6 +185,38 @@ def candidate_combinations(masked: pd.DataFrame, original: pd.DataFrame, keys: l
     levels = np.column_stack([masked[k].to_numpy()[pairs[MASKED_ROW]] != original[k].to_numpy()[pairs[ORIGINAL_ROW]]
                               for k in keys]).astype(np.int8)
     return pairs.assign(**{PATTERN_COL: pld.pattern_codes(levels, 2)})
+
+
+def available_memory() -> int:
+    """Bytes of memory this machine can still give a process without swapping."""
+    return psutil.virtual_memory().available
+
+
+def _check_candidate_count(masked: pd.DataFrame, original: pd.DataFrame, keys: list[str],
+                           ignored_sets: list[tuple[str, ...]]) -> None:
+    """Raise InputError, naming the keys that cause most of them, when the candidate pairs of
+    :func:`candidate_combinations` (counted per blocking before any is built) need more memory (PAIR_BYTES each)
+    than the machine has available: a key with thousands of categories, such as a small area, makes nearly every
+    pair of combinations that differ on it a candidate."""
+    counts = {}
+    for ignored in ignored_sets:
+        on = [k for k in keys if k not in ignored]
+        if not on:
+            counts[ignored] = len(masked) * len(original)
+            continue
+        sizes = masked.groupby(on, dropna=False).size().rename("m").to_frame().join(
+            original.groupby(on, dropna=False).size().rename("o"), how="inner")
+        counts[ignored] = int((sizes["m"] * sizes["o"]).sum())
+    total = sum(counts.values())
+    available = available_memory()
+    if total * PAIR_BYTES <= available:
+        return
+    worst = max(counts, key=counts.get)
+    named = ", ".join(f"{k} ({original[k].nunique()} categories)" for k in worst)
+    raise InputError(f"cat_risk: PLD_cat would weigh {total:,} candidate pairs of key combinations, about "
+                     f"{total * PAIR_BYTES / 2**30:.1f} GiB where {available / 2**30:.1f} GiB are available; "
+                     f"{counts[worst]:,} of them are pairs that differ on {named}: take so fine a key out of the "
+                     "keys (keep it as a household or geographic column) or use a coarser one")
 
 
 def linked_share(pairs: pd.DataFrame, flow: np.ndarray, true_pairs: np.ndarray, masked_counts: np.ndarray,

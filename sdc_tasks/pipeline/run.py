@@ -15,7 +15,7 @@ from typing import Any, Callable, ContextManager, Iterator
 
 from distributed import Client
 
-from sdc_tasks.cluster import dashboard_link, dask_client
+from sdc_tasks.cluster import WorkersLost, dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
 from sdc_tasks.files import check_input_unchanged, input_identity
 from sdc_tasks.io import parquet_row_counts
@@ -131,11 +131,15 @@ def _environment_failure(spec: ReleaseSpec, exc: Exception, progress: dict) -> I
     OSError (writing, a vanished output) or a publication refused after the input was checked; None for any
     other failure (bad input, a library's error), reported as it is."""
     if _scheduler_lost(progress):
-        return InputError(_not_written(spec, type(exc).__name__, progress))
-    if isinstance(exc, OSError):
-        return InputError(_not_written(spec, _os_reason(exc), progress))
-    if isinstance(exc, InputError) and progress.get("checked"):
+        return InputError(_not_written(
+            spec, f"lost the Dask scheduler {progress['scheduler']} during the run ({type(exc).__name__})", progress))
+    if isinstance(exc, WorkersLost):
         return InputError(_not_written(spec, str(exc), progress))
+    if isinstance(exc, OSError):
+        return InputError(_not_written(spec, f"cannot write the release to {spec.output_dir}: {_os_reason(exc)}",
+                                       progress))
+    if isinstance(exc, InputError) and progress.get("checked"):
+        return InputError(_not_written(spec, f"cannot write the release to {spec.output_dir}: {exc}", progress))
     return None
 
 
@@ -163,13 +167,10 @@ def _scheduler_lost(progress: dict) -> bool:
     return progress.get("lost", False)
 
 
-def _not_written(spec: ReleaseSpec, reason: str, progress: dict) -> str:
-    """The one-line error of a release that could not be written (or lost its scheduler): what failed, that
-    nothing was published and, when the metrics had been computed, where they were kept."""
-    if _scheduler_lost(progress):
-        head = f"lost the Dask scheduler {progress['scheduler']} during the run ({reason})"
-    else:
-        head = f"cannot write the release to {spec.output_dir}: {reason}"
+def _not_written(spec: ReleaseSpec, head: str, progress: dict) -> str:
+    """The one-line error of a release that could not be written (or lost its scheduler or workers): ``head``,
+    what failed, then that nothing was published and, when the metrics had been computed, where they were
+    kept."""
     if "metrics" not in progress:
         return f"{head}; nothing was published"
     kept, why = kept_metrics(spec.name, progress["metrics"])
