@@ -33,14 +33,30 @@ def active_client() -> Any:
         return None
 
 
+def _distributed_client() -> Client | None:
+    """The ``distributed`` client that runs this thread's next computation, None for Dask's local schedulers."""
+    owner = getattr(dask.base.get_scheduler(), "__self__", None)
+    return owner if isinstance(owner, Client) else None
+
+
+def held_in_process(ddf: dd.DataFrame, path: Path | None) -> dd.DataFrame:
+    """``ddf``, read from the file at ``path``, persisted in this process when its computations run here (Dask's
+    local schedulers) and the file is at most LARGE_INPUT_BYTES: the command's computations (checks, lengths,
+    blocks, writing) then reuse the parsed records instead of parsing the file again each time (a dozen times for
+    ``sdc mask`` of a CSV)."""
+    if path is None or _distributed_client() is not None or input_bytes(path) > LARGE_INPUT_BYTES:
+        return ddf
+    return ddf.persist()
+
+
 def shared(obj: Any) -> Any:
     """``obj`` (a table many tasks of a graph read) as a task argument held once: scattered to the workers when a
     ``distributed`` client runs this thread's computations, so that the graph sent to its scheduler stays small
     (no "Sending large graph" warning), else ``dask.delayed(obj)``, one task of the graph. Tasks on threads read
     the same object: they must not build its lazy parts (a pandas index's hash table, built by ``get_indexer``
     or ``is_unique``, can come out broken when threads build it at once)."""
-    owner = getattr(dask.base.get_scheduler(), "__self__", None)
-    return dask.delayed(owner.scatter(obj, hash=False) if isinstance(owner, Client) else obj)
+    client = _distributed_client()
+    return dask.delayed(obj if client is None else client.scatter(obj, hash=False))
 
 
 def input_bytes(data: Any) -> int:

@@ -29,6 +29,7 @@ from sdc_tasks.io import (
 )
 from sdc_tasks.masking.rankswap import fewest_swapped_records
 from sdc_tasks.masking.suppression import largest_k
+from sdc_tasks.scheduling import held_in_process
 
 CSV_TYPE_CHANGE = "Mismatched dtypes found"  # dask's error when a CSV column changes type after the sampled rows
 NUMBER_LIKE = r"\s*([+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?|[+-]?inf(inity)?|true|false)\s*"
@@ -231,7 +232,12 @@ def numeric_columns(data: str | Path | dd.DataFrame, exclude: list[str], what: s
     ddf = data if isinstance(data, dd.DataFrame) else read_table(data)
     candidates = [c for c in ddf.columns if c not in exclude]
     found = [c for c in candidates if _is_number_type(ddf.dtypes[c])]
-    doubtful = _mostly_numbers(ddf, [c for c in candidates if c not in found])
+    try:
+        doubtful = _mostly_numbers(ddf, [c for c in candidates if c not in found])
+    except ValueError as exc:
+        if not str(exc).startswith(CSV_TYPE_CHANGE):
+            raise
+        raise _type_change(what) from None
     if len(doubtful):
         column, (filled, numbers) = doubtful.index[0], doubtful.iloc[0]
         raise InputError(f"column {column!r} of {what} is left out of the default variables (numeric columns) but "
@@ -267,6 +273,7 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
             check_new_id(source, id_col)
         check_columns(source.columns, list(dict.fromkeys(needed if create else [id_col, *needed])), what)
         if checkpoint is None:
+            source = held_in_process(source, path)
             ddf = add_row_ids(source, id_col) if create else source
         else:
             write_parquet(source, checkpoint)
@@ -286,8 +293,13 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
     numbers = [c for c, t in source.dtypes.items() if pd.api.types.is_numeric_dtype(t)]
     text = read_with_ids(path, fmt, id_col, create_id, {c: "object" for c in numbers})
     _checked_facts(text, list(dict.fromkeys([*numeric, *numbers])), *args, typed=False, weight=weight)
-    raise InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "
-                     "write it with one type throughout")
+    raise _type_change(what)
+
+
+def _type_change(what: str) -> InputError:
+    """The error of a CSV input whose column changes type after the rows Dask sampled (``CSV_TYPE_CHANGE``)."""
+    return InputError(f"{what}: a column changes type after its first rows (e.g. whole numbers, then decimals); "
+                      "write it with one type throughout")
 
 
 def household_faults(ddf: dd.DataFrame, household: str, variables: list[str]) -> list[int]:

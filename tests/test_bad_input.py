@@ -241,6 +241,17 @@ def test_default_variables_refuse_a_mostly_numeric_column_left_out(ws, small, no
     assert "name the variables with --vars" in msg and "1e400" not in msg
 
 
+def test_a_text_column_empty_in_the_first_file_of_a_directory_is_one_type_change_error(ws, small, no_cluster):
+    (ws.root / "in").mkdir()
+    small["name"] = [f"person {i}" for i in range(ROWS)]  # a text column: the default variables look into it
+    first, second = small.iloc[:20].assign(note=None), small.iloc[20:].assign(note="seen")
+    write_csv(ws.root / "in" / "part-0.csv", first)
+    write_csv(ws.root / "in" / "part-1.csv", second)
+    msg = mask_fails(ws, ws.root / "in", "--method", "mdav", "--param", "k=3")
+    assert msg.strip() == f"error: input {ws.root / 'in'}: a column changes type after its first rows (e.g. whole " \
+                          "numbers, then decimals); write it with one type throughout"
+
+
 def test_default_variables_pass_text_through_and_say_so(ws, small, no_cluster):
     small["name"] = [f"person {i}" for i in range(ROWS)]
     out = ws.root / "out.csv"
