@@ -11,13 +11,13 @@ from __future__ import annotations
 import numba
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _before(keys, a, b):
     """Whether row ``a`` belongs above row ``b``: a larger key, or an equal key and a lower row."""
     return keys[a] > keys[b] or (keys[a] == keys[b] and a < b)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sift_up(order, where, keys, pos):
     """Move the row at heap position ``pos`` up until its parent belongs above it."""
     row = order[pos]
@@ -32,7 +32,7 @@ def _sift_up(order, where, keys, pos):
     where[row] = pos
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _sift_down(order, where, keys, pos, size):
     """Move the row at heap position ``pos`` down until no child of the first ``size`` positions belongs above
     it."""
@@ -52,7 +52,7 @@ def _sift_down(order, where, keys, pos, size):
     where[row] = pos
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def heap_fill(order, where, keys, rows, size):
     """Make ``order[:size]`` the heap of ``rows[:size]`` by ``keys``, ``where`` the position of each row (-1 for a
     row not in the heap: ``where`` must be -1 for every row not in ``rows[:size]``)."""
@@ -63,14 +63,14 @@ def heap_fill(order, where, keys, rows, size):
         _sift_down(order, where, keys, pos, size)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def heap_rekey(order, where, keys, row, size):
     """Restore the heap of ``size`` rows after ``keys[row]`` changed."""
     _sift_up(order, where, keys, where[row])
     _sift_down(order, where, keys, where[row], size)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def heap_remove(order, where, keys, row, size):
     """Remove ``row`` from the heap of ``size`` rows; returns the new size."""
     pos = where[row]

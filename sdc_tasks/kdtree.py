@@ -44,7 +44,7 @@ class KdTree:
         return len(self.points)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _select(perm, lo, hi, kth, points, axis):
     """Reorder ``perm[lo:hi]`` in place so that position ``kth`` holds the record of that rank on ``axis``, with
     no larger value before it and no smaller one after (Hoare's selection, median-of-three pivots)."""
@@ -70,7 +70,7 @@ def _select(perm, lo, hi, kth, points, axis):
             return
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def build_nodes(points, leaf_size):
     """The node arrays of the k-d tree of ``points`` (median splits by selection, O(n log n) in all; the same tree
     for the same points)."""
@@ -127,7 +127,7 @@ def tree_arrays(tree: KdTree) -> tuple:
     return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right, tree.lo, tree.hi
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def squared_distance(a, points, i):
     """Squared Euclidean distance between the vector ``a`` and ``points[i]``, summed over the coordinates left to
     right (the order sdc_tasks.metrics.risk.exact_distances uses, so both give the same bits)."""
@@ -138,7 +138,7 @@ def squared_distance(a, points, i):
     return s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def box_bound(q, lo, hi, node):
     """Squared distance from ``q`` to the bounding box of ``node``, summed left to right as squared_distance sums,
     so it never exceeds the computed squared distance of any point of the node (each term rounds no larger)."""
@@ -149,7 +149,7 @@ def box_bound(q, lo, hi, node):
     return s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _push_children(nodes, top, node, q, split, dim, left, right):
     """Push an internal node's children on the search stack, the near one (the query's side) on top."""
     near, far = (left[node], right[node]) if q[dim[node]] < split[node] else (right[node], left[node])
@@ -157,7 +157,7 @@ def _push_children(nodes, top, node, q, split, dim, left, right):
     return top + 2
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right, lo, hi):
     """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
     sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
@@ -188,7 +188,7 @@ def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
     return np.array([nearest_index(q, -1, *tree_arrays(tree)) for q in queries], dtype=np.int64)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop, dim, split, left, right, lo, hi):
     """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
     relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
@@ -226,7 +226,7 @@ def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop,
     return closer, tied
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _leaf_positions(queries, start, dim, split, left, right):
     """For each query, the first position (in the tree's point order) of the leaf it falls in."""
     out = np.empty(queries.shape[0], dtype=np.int64)

@@ -23,7 +23,7 @@ from sdc_tasks.kdtree import STACK_DEPTH, build_nodes, squared_distance
 from sdc_tasks.kdtree import box_bound as near_bound
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _parents(left, right):
     """Parent of each node (-1 for the root)."""
     parent = np.full(left.shape[0], -1, dtype=np.int64)
@@ -34,7 +34,7 @@ def _parents(left, right):
     return parent
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _leaves_of(n, perm, start, stop, left):
     """The leaf holding each point."""
     leaf = np.empty(n, dtype=np.int64)
@@ -45,7 +45,7 @@ def _leaves_of(n, perm, start, stop, left):
     return leaf
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def far_bound(q, lo, hi, node):
     """Largest squared distance from ``q`` to a point of ``node``'s box, summed left to right: never below the
     computed squared distance of a point in the box (each term rounds no smaller)."""
@@ -56,7 +56,7 @@ def far_bound(q, lo, hi, node):
     return s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi):
     """Shrink ``node``'s box to its remaining points (a leaf) or to its non-empty children's boxes."""
     for j in range(points.shape[1]):
@@ -77,7 +77,7 @@ def _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi):
                 hi[node, j] = max(hi[node, j], hi[child, j])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive, count, lo, hi):
     """Remove point ``i``: counts on its path drop by one and the boxes on it shrink to what remains (``points``:
     the coordinates the tree was built on)."""
@@ -89,13 +89,13 @@ def remove_point(i, points, perm, start, stop, left, right, parent, leaf, alive,
         node = parent[node]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _widened(bound, slack):
     """A box bound moved up by ``slack`` (relative and absolute: slack * (1 + bound)); 0 leaves it as it is."""
     return bound + slack * (1.0 + bound)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right, alive, count, lo, hi):
     """Index of the remaining point other than ``skip`` (-1: none skipped) most distant from ``q`` (squared
     Euclidean distance to ``points``), the lowest index among equally distant ones; -1 when none remains.
@@ -135,7 +135,7 @@ def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right
     return best_i
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def insert_nearest(dist, i, dist_of, out, filled, kk):
     """Put candidate ``i`` at squared distance ``dist`` into the buffer of the ``kk`` nearest so far (``out`` and
     ``dist_of``, ``filled`` of them, in (distance, index) order); returns the new number held."""
@@ -149,7 +149,7 @@ def insert_nearest(dist, i, dist_of, out, filled, kk):
     return filled + 1 if filled < kk else filled
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, right, alive, count, lo, hi):
     """The ``kk`` remaining points other than ``c`` nearest to point ``c``, in (squared distance, index) order,
     into ``out[:kk]`` (fewer when fewer remain: returns how many). The boxes are of ``coords`` (``points`` or a
@@ -186,7 +186,7 @@ def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, r
     return filled
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def remaining_tree(points, leaf_size):
     """The arrays of a tree over all of ``points`` (every point remaining): perm, start, stop, left, right, parent,
     leaf of each point, alive flags, node counts and the (mutable) node boxes lo, hi."""

@@ -3,13 +3,16 @@ methods, and reproducibility across partition counts (every registered method: t
 
 from __future__ import annotations
 
+import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
 
+from sdc_tasks import blocking as B
 from sdc_tasks.generate import census_model, synthetic_chunk
-from sdc_tasks.masking.apply import StepContext
+from sdc_tasks.io import read_table
+from sdc_tasks.masking.apply import StepContext, in_input_order
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import METHODS, validate_params
@@ -171,3 +174,17 @@ def test_jpeg_stays_in_range(synthetic, sync_dask):
     assert (out[VARS].min() >= synthetic[VARS].min() - 1e-9).all()
     assert (out[VARS].max() <= synthetic[VARS].max() + 1e-9).all()
     assert (out[VARS] != synthetic[VARS]).to_numpy().mean() > 0.5
+
+
+def test_masked_values_in_parquet_files_with_interleaved_positions_come_back_in_input_order(tmp_path):
+    # a mask stage's files hold positions that interleave (0, 2, 4, ... and 1, 3, 5, ...); Dask's sort_values
+    # sampled them through a read fused into one partition and took the two files for sorted ones
+    for i in range(2):
+        pd.DataFrame({B.POS_COL: np.arange(i, 1000, 2), "x": np.arange(i, 1000, 2) * 10.0}).to_parquet(
+            tmp_path / f"part-{i}.parquet", index=False)
+    frame = read_table(tmp_path, "parquet")
+    with dask.config.set(scheduler="synchronous"):
+        pieces, _ = in_input_order(frame[[B.POS_COL, "x"]], [300, 0, 700])
+        first, empty, last = dask.compute(*pieces)
+    assert first[B.POS_COL].tolist() == list(range(300)) and first["x"].tolist() == [10.0 * p for p in range(300)]
+    assert len(empty) == 0 and last[B.POS_COL].tolist() == list(range(300, 1000))

@@ -32,6 +32,9 @@ from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_f
 from sdc_tasks.stats.moments import frame_moments
 
 TARGET_PARTITION_ROWS = 250_000
+BLOCKED_PARTITIONS = 8
+"""A small file's blocks go into at least about this many partitions, so that its blocks run side by side (on
+the threads of a small file's process too); set by the data alone, so the release does not depend on it."""
 FOLD_MIN_RECORDS = 2_000_000  # a column kernel with a fold runs as one: from this many records of the step input
 
 
@@ -123,10 +126,29 @@ def _block_column(part: pd.DataFrame) -> pd.DataFrame:
 
 def in_input_order(frame: dd.DataFrame, lengths: list[int]) -> tuple[list, dd.DataFrame]:
     """Delayed pieces of ``frame`` (keyed by ``_pos``) holding the rows of each input partition of ``lengths``, in
-    position order, and the persisted sort they are cut from (keep it until the pieces are computed)."""
-    by_pos = frame.sort_values(B.POS_COL).persist()
-    offsets = [int(o) for o in B.offsets_of(lengths)]
-    return B.cut_rows(by_pos.to_delayed(), B.partition_lengths(by_pos), offsets), by_pos
+    position order, and the persisted shuffle they are cut from (keep it until the pieces are computed). Each row
+    goes to its input partition by a range shuffle on divisions known here, not by Dask's sort_values: that
+    samples the column through a read that Dask may fuse into fewer partitions than the frame's, and then takes
+    partitions that overlap for sorted ones (seen on Parquet files of a mask stage)."""
+    offsets = B.offsets_of(lengths)
+    targets = frame.assign(**{TARGET_COL: frame[B.POS_COL].map_partitions(_input_partition, offsets,
+                                                                         meta=(B.POS_COL, "int64"))})
+    by_part = targets.set_index(TARGET_COL, divisions=[*range(len(lengths)), len(lengths) - 1]).persist()
+    return [dask.delayed(_by_position)(part) for part in by_part.to_delayed()], by_part
+
+
+TARGET_COL = "_input_partition"
+
+
+def _input_partition(positions: pd.Series, offsets: np.ndarray) -> pd.Series:
+    """The input partition of each position (``offsets``: each partition's first position, then the total)."""
+    return pd.Series(np.searchsorted(offsets, positions.to_numpy(), side="right") - 1, index=positions.index,
+                     dtype="int64")
+
+
+def _by_position(part: pd.DataFrame) -> pd.DataFrame:
+    """One input partition's rows in position order, without the shuffle's index."""
+    return part.sort_values(B.POS_COL, kind="stable").reset_index(drop=True)
 
 
 def _group_counts(part: pd.DataFrame, groups: int) -> np.ndarray:
@@ -208,10 +230,16 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
                for i, (part, piece) in enumerate(zip(ddf.to_delayed(), pieces))]
     meta = _with_blocks(ddf._meta, by_pos._meta, 0, variables, ctx.id_column)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, TARGET_PARTITION_ROWS))
+    cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, partition_rows(int(sizes.sum()))))
     divisions = [int(b) for b in np.searchsorted(starts, cuts[:-1])] + [len(sizes) - 1]
     moved = dd.from_delayed(records, meta=meta, verify_meta=False).set_index(B.BLOCK_COL, divisions=divisions)
     return Staged(moved.map_partitions(_block_column, meta=_block_column(moved._meta)), len(sizes), tuple(pinned))
+
+
+def partition_rows(total: int) -> int:
+    """Rows per partition of the blocked records: TARGET_PARTITION_ROWS, or fewer for a file of fewer than
+    BLOCKED_PARTITIONS times that."""
+    return max(1, min(TARGET_PARTITION_ROWS, -(-total // BLOCKED_PARTITIONS)))
 
 
 # ---- the original records carried beside the masked ones (post_masking_optimization.txt, Algorithm 1: each

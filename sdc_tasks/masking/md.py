@@ -35,7 +35,7 @@ from sdc_tasks.remaining_tree import far_bound, farthest_point, nearest_points, 
 BOUND_MARGIN = 1e-9
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _block_geometry(z):
     """The block's rows in its principal axes (the eigenvectors of its scatter matrix about the average record c);
     the slack that covers the rounding between squared distances there and in ``z``, 1e-9 (1 + max_i |z_i - c|^2),
@@ -56,7 +56,7 @@ def _block_geometry(z):
     return np.ascontiguousarray(centered @ axes), slack, radius, np.argsort(-radius)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _cheap_reach(y, slack, row, radius, by_radius, cursor, tree):
     """An upper bound on the largest squared distance from ``row`` to a remaining row, from what remains now: the
     triangle inequality through the block's average, (|z_row - c| + max_j |z_j - c|)^2 over the remaining j, and
@@ -70,7 +70,7 @@ def _cheap_reach(y, slack, row, radius, by_radius, cursor, tree):
     return min(t * t * (1.0 + BOUND_MARGIN), corner + slack * (1.0 + corner))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_radius, cursor):
     """The lower-indexed end of the most distant remaining pair (the first such pair in (row, row) order): the
     lowest row whose most distant other remaining row is at the largest distance.
@@ -95,7 +95,7 @@ def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_rad
         heap_rekey(order, where, reach, row, size[0])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _group_around(z, y, slack, c, k, g, labels, members, tree, heap, reach):
     """Label record ``c`` and its k-1 closest remaining records (ties: lowest row) as group g and remove them from
     the tree and the heap."""
@@ -110,7 +110,7 @@ def _group_around(z, y, slack, c, k, g, labels, members, tree, heap, reach):
         size[0] = heap_remove(order, where, reach, row, size[0])
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _md_labels(z, k):
     """MD group labels 0..g-1 in order of formation, each question answered by a k-d tree that follows the
     removals (sdc_tasks.remaining_tree): the most distant pair from bounds kept in a heap (``_diameter_end``),

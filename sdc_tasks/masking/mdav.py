@@ -29,7 +29,7 @@ from sdc_tasks.remaining_tree import farthest_point, nearest_points, remaining_t
 TREE_MAX_ATTRIBUTES = 5
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _scan_labels(z, k):
     """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6), each question
     answered by a scan of the remaining rows (kept in row order)."""
@@ -53,7 +53,7 @@ def _scan_labels(z, k):
     return labels
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tree_group_around(z, c, k, g, labels, members, sums, tree):
     """Label record ``c`` and its k-1 closest remaining records as group g and remove them from the tree and from
     the column sums of the remaining records (survey, MDAV step 3)."""
@@ -68,7 +68,7 @@ def _tree_group_around(z, c, k, g, labels, members, sums, tree):
             sums[j] -= z[row, j]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _remaining_sums(z, alive):
     """Column sums of the remaining records, in row order."""
     sums = np.zeros(z.shape[1])
@@ -79,14 +79,14 @@ def _remaining_sums(z, alive):
     return sums
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tree_most_distant(z, v, tree):
     """The remaining record most distant from ``v`` (lowest row index among ties; survey, MDAV steps 1, 2, 5b)."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
     return farthest_point(v, v, 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _tree_labels(z, k):
     """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6), each question
     answered by a k-d tree search.

@@ -17,7 +17,7 @@ from sdc_tasks.masking.checks import as_columns, check_finite_rows
 from sdc_tasks.remaining_tree import insert_nearest
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def centroid(z, rem, m):
     """Average record of the m remaining rows ``z[rem[:m]]`` (survey, MDAV step 1 / step 5a)."""
     p = z.shape[1]
@@ -29,7 +29,7 @@ def centroid(z, rem, m):
     return total / m
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def squared_distances(z, rem, m, v, out):
     """Squared Euclidean distance of each remaining row to the vector v, into ``out[:m]`` (survey, MDAV step 1)."""
     p = z.shape[1]
@@ -42,7 +42,7 @@ def squared_distances(z, rem, m, v, out):
         out[a] = acc
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def scan_most_distant(d, m):
     """Position of the largest of ``d[:m]``, the lowest position among equal maxima (MDAV steps 1, 2, 5b)."""
     best = 0
@@ -52,7 +52,7 @@ def scan_most_distant(d, m):
     return best
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def closest(d, m, k, out):
     """The k positions with the smallest ``d[:m]`` in (distance, position) order, into ``out`` (MDAV step 3);
     ties go to the lowest position."""
@@ -62,7 +62,7 @@ def closest(d, m, k, out):
         filled = insert_nearest(d[a], a, dist_of, out, filled, k)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def scan_group_around(z, rem, m, pos, k, g, labels, d, members):
     """Label record ``rem[pos]`` and its k-1 closest remaining records as group g (survey, MDAV step 3).
 
@@ -81,7 +81,7 @@ def scan_group_around(z, rem, m, pos, k, g, labels, d, members):
     return kept
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members):
     """Label x_r = ``rem[r]`` and its k-1 closest remaining records as group g, then x_s, the remaining record most
     distant from x_r, and its k-1 closest as group g + 1 (survey, MDAV steps 2-3); returns the rows left."""

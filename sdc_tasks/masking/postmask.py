@@ -88,7 +88,7 @@ def il1(contributions: np.ndarray, d: int) -> float:
 # ---- Algorithm 1, step 8: the hill climb ----
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _record_contribution(z, i, original, denom, c):
     """sum_j |z_ij - z_cj| / denom_cj over the terms with denom_cj != 0 (expr. (6) on the original scale)."""
     s = 0.0
@@ -98,7 +98,7 @@ def _record_contribution(z, i, original, denom, c):
     return s
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _monomial(z, i, factors, t, j, value):
     """Monomial t of record i with z_ij read as ``value``."""
     out = 1.0
@@ -109,7 +109,7 @@ def _monomial(z, i, factors, t, j, value):
     return out
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _move_delta(z, i, j, value, factors, term_start, terms, diff, n, delta):
     """The change of E (expr. (7)) when z_ij becomes ``value``; the monomials' average changes go into
     ``delta`` (at the positions of variable j's terms)."""
@@ -122,14 +122,14 @@ def _move_delta(z, i, j, value, factors, term_start, terms, diff, n, delta):
     return d_e
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _add_delta(diff, j, term_start, terms, delta, sign):
     """Add (sign +1) or take back (-1) the monomial changes ``delta`` of a move of variable j to ``diff``."""
     for a in range(term_start[j], term_start[j + 1]):
         diff[terms[a]] += sign * delta[a]
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _squared_sum(diff):
     """E of expr. (7) from the kept average differences."""
     e = 0.0
@@ -138,13 +138,13 @@ def _squared_sum(diff):
     return e
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _refused(il_new, il_prev, lo, hi, target):
     """Step 8(h): IL1 outside [lo, hi] and no closer to the target than before."""
     return (il_new < lo or il_new > hi) and abs(il_new - target) >= abs(il_prev - target)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _climb(z, original, denom, nearest, contrib, members, factors, term_start, terms, diff, e, il_sum, target_il,
            target_e, max_iter, step, by_id, compensate, rng, points, perm, start, stop, dim, split, left, right,
            box_lo, box_hi):

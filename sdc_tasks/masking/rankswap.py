@@ -48,7 +48,7 @@ def fewest_swapped_records(p: float) -> int:
     return n if max_rank_distance(n, p) >= 1 else n + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _find(parent, x):
     """Root of x in a union-find forest whose roots are the unswapped ranks (path halving)."""
     while parent[x] != x:
@@ -57,7 +57,7 @@ def _find(parent, x):
     return x
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _free_partner(i, k, n, max_dist, perm, left, right):
     """First unswapped rank j > i for rank i, or -1: j = min(k, n-1), else walking left, else walking right.
 
@@ -79,7 +79,7 @@ def _free_partner(i, k, n, max_dist, perm, left, right):
     return -1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _mark_swapped(x, left, right):
     """Link rank x to its lower and upper neighbours in the nearest-unswapped-rank forests."""
     if x > 0:
@@ -87,7 +87,7 @@ def _mark_swapped(x, left, right):
     right[x] = x + 1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _swap_partners(perm, m, n, max_dist, uniforms):
     """Rank-space involution on a window: rank i < m pairs with a free rank among i+1..i+P drawn from uniforms[i].
 
@@ -114,7 +114,7 @@ def _swap_partners(perm, m, n, max_dist, uniforms):
     return perm
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fenwick_add(tree, pos, delta):
     """Add ``delta`` at 0-based ``pos`` of a Fenwick tree (1-based array of counts)."""
     k = pos + 1
@@ -123,7 +123,7 @@ def _fenwick_add(tree, pos, delta):
         k += k & -k
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fenwick_prefix(tree, pos):
     """Sum of the counts at 0-based positions 0..pos (0 when pos < 0)."""
     k = pos + 1
@@ -134,7 +134,7 @@ def _fenwick_prefix(tree, pos):
     return total
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _fenwick_select(tree, m):
     """Smallest 0-based position whose prefix sum reaches ``m`` (1 <= m <= total)."""
     n = tree.shape[0] - 1
@@ -150,7 +150,7 @@ def _fenwick_select(tree, m):
     return pos
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _free_tree(perm):
     """Fenwick tree counting the unswapped ranks of a window (``perm[x] == x``), built in O(w)."""
     w = perm.shape[0]
@@ -164,7 +164,7 @@ def _free_tree(perm):
     return tree
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _uniform_partners(perm, m, n, max_dist, uniforms):
     """Rank-space involution on a window (``perm`` as in ``_swap_partners``): rank i < m pairs with one of the F
     unswapped ranks among i+1..i+P, the (floor(F u_i) + 1)-th of them in rank order (uniform among the free

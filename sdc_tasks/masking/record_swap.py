@@ -75,7 +75,7 @@ def descending_keys(weight: np.ndarray, rng: np.random.Generator) -> np.ndarray:
     return weight / rng.exponential(1.0, len(weight))
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _donor(i, group, used, pool, group_of, starts, heads, profile_of, profiles):
     """The first household of household i's donor pool, profile by profile, that is unused and outside its group
     (``pool``: households in donor-key order per profile bucket, ``starts`` each bucket's first place, ``heads``
@@ -95,7 +95,7 @@ def _donor(i, group, used, pool, group_of, starts, heads, profile_of, profiles):
     return -1
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _swap_level(ranked, group_starts, must, rest, group_of, used, failed, initiated, partner, pool, starts, heads,
                 profile_of, profiles):
     """One level's swaps, group by group (``ranked``: households by group, each group's in draw-key order from

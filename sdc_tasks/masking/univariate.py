@@ -49,7 +49,7 @@ def fixed_groups_sorted(n: int, k: int) -> np.ndarray:
     return np.minimum(np.arange(n, dtype=np.int64) // k, n // k - 1)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _optimal_labels(v, k):
     """Hansen-Mukherjee shortest path over prefixes of the sorted values v (survey ref. [22]).
 

@@ -33,7 +33,7 @@ def _check_gamma(gamma: object) -> float:
     return float(gamma)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _split_group(z, labels, h, new, k):
     """Split group h (2k members) in two groups of k, MDAV-style; the second part gets label ``new``.
 
@@ -60,7 +60,7 @@ def _split_group(z, labels, h, new, k):
         labels[rows[keep[t]]] = h
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _vmdav_labels(z, k, gamma2):
     """V-MDAV group labels 0..g-1 in order of formation (see ``vmdav_groups`` for the steps)."""
     n, p = z.shape

@@ -69,7 +69,7 @@ def linkage_counts(tree: KdTree | None, q: np.ndarray, d_own: np.ndarray) -> tup
     return capped_counts(tree, q, d_own, search_radius(d_own), TIE_RTOL, 2)
 
 
-@numba.njit(cache=True)
+@numba.njit(cache=True, nogil=True)
 def _window_hits(sorted_masked, x, r, below, above):
     """For each window j: how many x[i] lie within sorted_masked[r[i] - below[j]] .. sorted_masked[r[i] + above[j]]
     (indices clipped to the column); with r sorted, each pass reads the column forwards."""
