@@ -277,16 +277,31 @@ def run_sdcmicro(data: Path, tmp: Path, rows: int, names: list[str], r_lib: str 
         )
 
 
+def add_sdcmicro_options(ap: argparse.ArgumentParser, max_rows: int, timeout: float) -> None:
+    """The options of a benchmark that runs sdcMicro beside ours: --r-lib, --r-max-rows, --r-timeout and
+    --skip-ours."""
+    ap.add_argument("--r-lib", default=os.environ.get("SDCMICRO_LIB"))
+    ap.add_argument("--r-max-rows", type=int, default=max_rows, help="run sdcMicro only up to this many records")
+    ap.add_argument("--r-timeout", type=float, default=timeout, help="stop an sdcMicro operation after this long")
+    ap.add_argument("--skip-ours", action="store_true", help="generate and run sdcMicro only")
+
+
+def sdcmicro_skipped(args: argparse.Namespace) -> str | None:
+    """Why sdcMicro is not run for these options (``add_sdcmicro_options``), or None when it is: too many records,
+    or sdcMicro missing (checked only when the size allows it)."""
+    if args.rows > args.r_max_rows:
+        return f"not run above {args.r_max_rows} records (--r-max-rows)"
+    missing = sdcmicro_missing(args.r_lib)
+    return f"missing ({missing})" if missing else None
+
+
 def main() -> None:
     """Generate the records, then run ours and sdcMicro's operations and print the figures."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--workers", type=int, default=2)
-    ap.add_argument("--r-lib", default=os.environ.get("SDCMICRO_LIB"))
-    ap.add_argument("--r-max-rows", type=int, default=1_000_000, help="run sdcMicro only up to this many records")
-    ap.add_argument("--r-timeout", type=float, default=600.0, help="stop an sdcMicro operation after this long")
+    add_sdcmicro_options(ap, max_rows=1_000_000, timeout=600.0)
     ap.add_argument("--only", default="", help="comma-separated operations (default: all)")
-    ap.add_argument("--skip-ours", action="store_true")
     ap.add_argument("--suda-lattice", action="store_true", help="also time SUDA2's search for 2 to 9 keys")
     args = ap.parse_args()
     names = [n.strip() for n in args.only.split(",") if n.strip()] or [*MASKING, *RISK]
@@ -300,11 +315,9 @@ def main() -> None:
             run_ours(data, Path(tmp), args.rows, args.workers, names)
         if args.suda_lattice:
             suda_lattice(data, args.rows)
-        missing = None if args.rows > args.r_max_rows else sdcmicro_missing(args.r_lib)
-        if args.rows > args.r_max_rows:
-            print(f"sdcMicro: not run above {args.r_max_rows} records (--r-max-rows)")
-        elif missing:
-            print(f"sdcMicro: missing ({missing})")
+        skipped = sdcmicro_skipped(args)
+        if skipped:
+            print(f"sdcMicro: {skipped}")
         else:
             run_sdcmicro(data, Path(tmp), args.rows, names, args.r_lib, args.r_timeout)
 

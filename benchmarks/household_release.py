@@ -23,15 +23,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
-from categorical_methods_scale import r_program, timed_r
+from categorical_methods_scale import add_sdcmicro_options, r_program, sdcmicro_skipped, timed_r
 from peak_memory import PeakRSS
-from small_files import sdcmicro_missing
 
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.generate import TENURES, write_households
@@ -103,10 +101,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=100_000)
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--rows-per-file", type=int, default=1_000_000)
-    ap.add_argument("--r-lib", default=os.environ.get("SDCMICRO_LIB"))
-    ap.add_argument("--r-max-rows", type=int, default=10_000_000, help="run sdcMicro only up to this many persons")
-    ap.add_argument("--r-timeout", type=float, default=1800.0, help="stop sdcMicro's recordSwap after this long")
-    ap.add_argument("--skip-ours", action="store_true", help="generate and run sdcMicro only")
+    add_sdcmicro_options(ap, max_rows=10_000_000, timeout=1800.0)
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data, out = Path(tmp) / "households", Path(tmp) / "release"
@@ -115,9 +110,9 @@ def main() -> None:
         print(f"generate: {time.perf_counter() - t:.1f} s for {args.rows:,} persons", flush=True)
         if not args.skip_ours:
             release(data, out, args.rows, args.workers)
-        missing = "more persons than --r-max-rows" if args.rows > args.r_max_rows else sdcmicro_missing(args.r_lib)
-        if missing:
-            print(f"sdcMicro: not run ({missing})")
+        skipped = sdcmicro_skipped(args)
+        if skipped:
+            print(f"sdcMicro: {skipped}")
         else:
             sdcmicro_swap(data, Path(tmp), args.rows, args.r_lib, args.r_timeout)
 
