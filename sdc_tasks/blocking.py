@@ -1,4 +1,4 @@
-"""Data-driven blocks and row-range repartitioning of Dask collections.
+"""Data-driven blocks of Dask collections: partition lengths and offsets, principal axes, block boundaries.
 
 Blocks are defined by the data alone (a sort on a projection, ties broken by record id), never by the
 number of workers or partitions, so blocked methods give the same release on any cluster.
@@ -6,10 +6,8 @@ number of workers or partitions, so blocked methods give the same release on any
 
 from __future__ import annotations
 
-import dask
 import dask.dataframe as dd
 import numpy as np
-import pandas as pd
 
 from sdc_tasks.reserved import BLOCK_COL, POS_COL, PROJ_COL  # noqa: F401 (B.BLOCK_COL, ... in other modules)
 from sdc_tasks.stats.moments import Moments
@@ -35,36 +33,6 @@ def principal_axes(m: Moments, count: int) -> np.ndarray:
     axes = vecs[:, np.argsort(vals, kind="stable")[::-1][:count]]
     signs = np.sign(axes[np.argmax(np.abs(axes), axis=0), np.arange(axes.shape[1])])
     return axes * np.where(signs == 0, 1.0, signs)
-
-
-def _slice_rows(df: pd.DataFrame, start: int, stop: int) -> pd.DataFrame:
-    """Rows start..stop-1 of one partition."""
-    return df.iloc[start:stop]
-
-
-def _concat(frames: list[pd.DataFrame]) -> pd.DataFrame:
-    """Concatenate frames keeping row order."""
-    return pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0].reset_index(drop=True)
-
-
-def cut_rows(parts: list, lengths: list[int], cuts: list[int]) -> list:
-    """Return delayed frames holding global rows [cuts[i], cuts[i+1]) of the concatenated ``parts``.
-
-    Only neighbouring slices move: no hash shuffle, and the new boundaries are exactly ``cuts``.
-    """
-    starts = offsets_of(lengths)
-    out = []
-    for a, b in zip(cuts[:-1], cuts[1:]):
-        first = int(np.searchsorted(starts, a, side="right") - 1)
-        pieces = []
-        i = first
-        while i < len(parts) and starts[i] < b:
-            lo, hi = max(a, starts[i]) - starts[i], min(b, starts[i + 1]) - starts[i]
-            if hi > lo:
-                pieces.append(dask.delayed(_slice_rows)(parts[i], int(lo), int(hi)))
-            i += 1
-        out.append(dask.delayed(_concat)(pieces))
-    return out
 
 
 def block_cuts(block_starts: np.ndarray, total: int, target_rows: int) -> list[int]:

@@ -302,12 +302,16 @@ def _type_change(what: str) -> InputError:
                       "write it with one type throughout")
 
 
-def household_faults(ddf: dd.DataFrame, household: str, variables: list[str]) -> list[int]:
-    """[records without a household id, then per variable the households whose members differ on it], in one
-    computation."""
+def household_fault_counts(ddf: dd.DataFrame, household: str, variables: list[str]) -> list:
+    """[records without a household id, then per variable the households whose members differ on it], as Dask
+    scalars to compute together with other checks."""
     missing = ddf[household].isna().sum()
-    varying = [(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in variables]
-    return [int(c) for c in dask.compute(missing, *varying)]
+    return [missing, *[(ddf.groupby(household)[v].nunique(split_out=ddf.npartitions) > 1).sum() for v in variables]]
+
+
+def household_faults(ddf: dd.DataFrame, household: str, variables: list[str]) -> list[int]:
+    """:func:`household_fault_counts`, computed in one pass."""
+    return [int(c) for c in dask.compute(*household_fault_counts(ddf, household, variables))]
 
 
 def check_households(ddf: dd.DataFrame, household: str, variables: list[str], what: str,

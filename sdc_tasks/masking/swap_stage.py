@@ -27,7 +27,7 @@ from sdc_tasks.masking.swap_outcome import OUTCOME_COLUMN, SwapOutcome
 from sdc_tasks.reserved import COUNT_COL
 from sdc_tasks.scheduling import shared
 from sdc_tasks.stats.frequencies import frequency_tables
-from sdc_tasks.validation import household_faults
+from sdc_tasks.validation import household_fault_counts
 
 METHOD = "record_swap"
 RISK_PREFIX = "__risk_"  # a household's risk at one level (reserved prefix, sdc_tasks.reserved)
@@ -65,8 +65,9 @@ def check_swap_input(ddf: dd.DataFrame, variables: list[str], params: dict, hous
             raise InputError(f"parameter '{parameter}' of {METHOD} names column {absent[0]!r}, which the input "
                              "lacks")
     level_columns = list(dict.fromkeys([*hierarchy, *_profile_columns(params), *carry]))
-    nulls = dask.compute(*[ddf[c].isna().sum() for c in hierarchy])
-    faults = household_faults(ddf, household, level_columns)
+    counts = [int(c) for c in dask.compute(*[ddf[c].isna().sum() for c in hierarchy],
+                                           *household_fault_counts(ddf, household, level_columns))]
+    nulls, faults = counts[:len(hierarchy)], counts[len(hierarchy):]
     if faults[0]:
         raise InputError(f"household id column {household!r} is missing in {faults[0]} records: every person "
                          f"needs a household for {METHOD}")

@@ -136,11 +136,15 @@ def _environment_failure(spec: ReleaseSpec, exc: Exception, progress: dict) -> I
     if isinstance(exc, WorkersLost):
         return InputError(_not_written(spec, str(exc), progress))
     if isinstance(exc, OSError):
-        return InputError(_not_written(spec, f"cannot write the release to {spec.output_dir}: {_os_reason(exc)}",
-                                       progress))
+        return InputError(_not_written(spec, _cannot_write(spec, _os_reason(exc)), progress))
     if isinstance(exc, InputError) and progress.get("checked"):
-        return InputError(_not_written(spec, f"cannot write the release to {spec.output_dir}: {exc}", progress))
+        return InputError(_not_written(spec, _cannot_write(spec, str(exc)), progress))
     return None
+
+
+def _cannot_write(spec: ReleaseSpec, reason: str) -> str:
+    """The head of the error of a release whose output could not be written, for ``reason``."""
+    return f"cannot write the release to {spec.output_dir}: {reason}"
 
 
 def _os_reason(exc: OSError) -> str:
