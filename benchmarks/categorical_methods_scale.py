@@ -210,10 +210,11 @@ def suda_lattice(data: Path, rows: int) -> None:
 
 def r_program(csv: Path, expression: str, r_lib: str | None) -> str:
     """An R program that loads sdcMicro, reads ``csv`` and runs ``expression`` on it as ``d``, printing the
-    seconds of each with system.time."""
+    seconds of each with system.time; it works in ``csv``'s folder, so files R writes (recordSwap's
+    TRS_logfile.txt) go there and not into the caller's."""
     libs = f'.libPaths(c("{r_lib}", .libPaths()))\n' if r_lib else ""
     return (
-        f"{libs}suppressPackageStartupMessages(library(sdcMicro))\n"
+        f'{libs}setwd("{csv.parent}")\nsuppressPackageStartupMessages(library(sdcMicro))\n'
         f'read <- system.time(d <- as.data.frame(data.table::fread("{csv}")))[["elapsed"]]\n'
         f'op <- system.time({{ {expression} }})[["elapsed"]]\ncat("read", read, "op", op, "\\n")\n'
     )
