@@ -99,9 +99,10 @@ def evaluate(spec: ReleaseSpec, paths: stages.ReleasePaths) -> dict:
 
 @task(name="profile", task_run_name="profile", **IO_STAGE)
 @value_free("profile")
-def profile(spec: ReleaseSpec, paths: stages.ReleasePaths) -> dict:
-    """The report's per-variable figures: distributions, each variable's share of the measures, correlations."""
-    return stages.profile_release(spec, paths)
+def profile(spec: ReleaseSpec, paths: stages.ReleasePaths, profiles: list[dict] | None = None) -> dict:
+    """The report's per-variable figures: distributions, each variable's share of the measures (computed by the
+    evaluation when ``profiles`` are given), correlations."""
+    return stages.profile_release(spec, paths, profiles)
 
 
 @task(name="gate", task_run_name="gate", **STAGE)

@@ -14,7 +14,9 @@ from typing import Any, Iterator
 
 import dask
 import dask.dataframe as dd
+import dask.local
 import pandas as pd
+import psutil
 from distributed import Client, LocalCluster
 
 from sdc_tasks import cluster, progress
@@ -37,6 +39,30 @@ def _distributed_client() -> Client | None:
     """The ``distributed`` client that runs this thread's next computation, None for Dask's local schedulers."""
     owner = getattr(dask.base.get_scheduler(), "__self__", None)
     return owner if isinstance(owner, Client) else None
+
+
+def parallel_tasks() -> int:
+    """How many tasks this thread's next computation runs at once: the worker threads of its ``distributed``
+    client, else the threads of Dask's local scheduler (one for the synchronous one)."""
+    client = _distributed_client()
+    if client is not None:
+        return max(1, sum(client.nthreads().values()))
+    if dask.base.get_scheduler() is dask.local.get_sync:
+        return 1
+    return max(1, int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
+
+
+def task_memory() -> int:
+    """Bytes one task of this thread's next computation may count on: the smallest worker memory limit of its
+    ``distributed`` client shared by the worker's threads (the machine's available memory for a worker without a
+    limit), else the machine's available memory shared by the local scheduler's threads."""
+    available = psutil.virtual_memory().available
+    client = _distributed_client()
+    if client is None:
+        return available // parallel_tasks()
+    workers = client.scheduler_info(n_workers=-1)["workers"].values()
+    return min(((w.get("memory_limit") or available) // max(1, w.get("nthreads", 1)) for w in workers),
+               default=available)
 
 
 def held_in_process(ddf: dd.DataFrame, path: Path | None) -> dd.DataFrame:

@@ -15,8 +15,8 @@ import pytest
 from sdc_tasks.evaluation import order_measures
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
 from sdc_tasks.evaluation.measures import continuous_measures
-from sdc_tasks.evaluation.order_measures import variable_order_measures
-from sdc_tasks.evaluation.profile import release_profile
+from sdc_tasks.evaluation.order_measures import OrderAsked, variable_order_measures
+from sdc_tasks.evaluation.profile import PROFILES_KEY, release_profile
 from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
 from sdc_tasks.metrics.rank_metrics import rank_errors, ranks
 from sdc_tasks.metrics.risk import interval_hits, sdid_hits
@@ -100,7 +100,7 @@ def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, v
     """Rank errors and hits exactly, quantile terms bit for bit, whatever the partitioning."""
     errors, terms, hits = _reference(tied, var)
     pairs = _uneven(tied, parts)
-    got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()), True, True, True)
+    got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()), OrderAsked(True, True, True))
     assert got.rank_errors == errors
     assert np.array_equal(got.quantile_terms[0].view(np.int64), terms[0].view(np.int64))
     assert got.quantile_terms[1] == terms[1]
@@ -111,8 +111,8 @@ def test_text_ids_break_ties_as_the_kernels_do(sync_dask, tied):
     """Ids of text: ties are broken in the ids' own order, as the whole-column ranks do."""
     tied = tied.assign(rid=[f"r{(i * 7) % 9973:05d}" for i in tied["rid"]])
     errors, terms, hits = _reference(tied, "a")
-    got = variable_order_measures(_uneven(tied, 23), None, "rid", "a", float(tied["a"].to_numpy().std()), True, True,
-                                  True)
+    got = variable_order_measures(_uneven(tied, 23), None, "rid", "a", float(tied["a"].to_numpy().std()),
+                                  OrderAsked(True, True, True))
     assert got.rank_errors == errors and np.array_equal(got.hits, hits)
     assert np.array_equal(got.quantile_terms[0], terms[0])
 
@@ -122,7 +122,7 @@ def test_quantile_terms_from_the_files(sync_dask, tied):
     files' sorted columns."""
     masked = tied.sample(frac=0.6, random_state=2).rename(columns={"c": "x", "c" + MASKED_SUFFIX: "c"})
     files = (_uneven(tied, 37), _uneven(masked.reset_index(drop=True), 11, seed=4))
-    got = variable_order_measures(files[0], files, "rid", "c", 1.0, False, True, False)
+    got = variable_order_measures(files[0], files, "rid", "c", 1.0, OrderAsked(quantiles=True))
     expected = quantile_pil(np.sort(tied["c"].to_numpy()), np.sort(masked["c"].to_numpy()))
     assert np.array_equal(got.quantile_terms[0], expected[0]) and got.quantile_terms[1] == expected[1]
     assert got.rank_errors is None and got.hits is None
@@ -168,8 +168,8 @@ def test_distributed_shuffle_gives_the_same_order(tied):
     expected = _reference(tied, "a")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
-        got = variable_order_measures(_uneven(tied, 37), None, "rid", "a", float(tied["a"].to_numpy().std()), True, True,
-                                      True)
+        got = variable_order_measures(_uneven(tied, 37), None, "rid", "a", float(tied["a"].to_numpy().std()),
+                                      OrderAsked(True, True, True))
     assert got.rank_errors == expected[0] and np.array_equal(got.hits, expected[2])
     assert np.array_equal(got.quantile_terms[0], expected[1][0])
 
@@ -182,3 +182,24 @@ def test_profile_out_of_core_equals_gathered(sync_dask, tied, monkeypatch):
     monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
     assert release_profile(_uneven(original, 37), _uneven(masked, 7), "rid", ["a", "c"]) == gathered
     assert gathered["variables"][0]["measures"]["ID"] > 0 and gathered["variables"][0]["histogram"]["outside"][0] > 0
+
+
+@pytest.mark.parametrize("gather", [True, False])
+def test_the_evaluation_gives_the_report_profiles_of_its_own_sorts(sync_dask, tied, monkeypatch, gather):
+    """An evaluation asked for the profiles returns release_profile's figures beside metric keys unchanged, from
+    the variables gathered or sorted once for both."""
+    original, masked = _files(tied)
+    frames = (_uneven(original, 37), _uneven(masked, 13, seed=5))
+    args = ("rid", ["a", "b", "c"], ["a", "b"], ("il", "pil", "id"))
+    expected = release_profile(dd.from_pandas(original, npartitions=2), dd.from_pandas(masked, npartitions=2), "rid",
+                               ["a", "b", "c"])["variables"]
+    plain = continuous_measures(*frames, *args)
+    if not gather:
+        monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
+    sorts = []
+    monkeypatch.setattr(order_measures, "paired_orders",
+                        lambda *a, _f=order_measures.paired_orders: sorts.append(a[2]) or _f(*a))
+    out = continuous_measures(*frames, *args, profile=True)
+    assert out.pop(PROFILES_KEY) == expected
+    assert out == plain
+    assert sorts == ([] if gather else ["a", "b", "c"])

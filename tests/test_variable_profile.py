@@ -12,7 +12,8 @@ import pytest
 
 from sdc_tasks.evaluation.measures import continuous_measures
 from sdc_tasks.evaluation.profile import release_profile
-from sdc_tasks.metrics.variable_profile import QUANTILES, variable_profile
+from sdc_tasks.metrics.variable_profile import QUANTILES, sorted_bin_counts, variable_profile
+from sdc_tasks.stats.order import SortedValues
 
 N = 300
 
@@ -55,6 +56,15 @@ def test_distributions_and_histogram(files):
         np.quantile(x, 0.99))
     assert sum(hist["original"]) + hist["outside"][0] == N and sum(hist["masked"]) + hist["outside"][1] == N
     assert x.max() > hist["edges"][-1] and hist["outside"][0] >= 3  # the largest values are counted, not placed
+
+
+def test_bin_counts_of_a_sorted_column_are_numpys_histogram():
+    """Counts read from a sorted column below the edges are np.histogram's, values on inner edges, on the last
+    edge and outside included."""
+    rng = np.random.default_rng(5)
+    edges = np.linspace(1.0, 4.0, 7)
+    values = np.concatenate([rng.choice(np.r_[edges, 0.5, 4.5], 40), np.round(rng.uniform(0.0, 5.0, 200), 1)])
+    assert sorted_bin_counts(SortedValues(np.sort(values)), edges).tolist() == np.histogram(values, edges)[0].tolist()
 
 
 def test_release_profile_over_dask_frames(files):

@@ -11,7 +11,6 @@ columns on one worker instead, with the same results.
 
 from __future__ import annotations
 
-import operator
 from dataclasses import dataclass
 from functools import cached_property
 
@@ -21,13 +20,13 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.evaluation.family import Deferred, Family
-from sdc_tasks.evaluation.linkage import gathered
-from sdc_tasks.evaluation.order_measures import OrderMeasures, gathers, variable_order_measures
+from sdc_tasks.evaluation.order_measures import OrderAsked, OrderMeasures, order_measures
+from sdc_tasks.evaluation.profile import PROFILES_KEY, variable_cells, variable_profiles
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums, information_loss
 from sdc_tasks.metrics.matrix_measures import CellErrors, cell_errors, effective_sd, matrix_measures
-from sdc_tasks.metrics.pil import pil_measures, quantile_pil
-from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
-from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, sdid_hits
+from sdc_tasks.metrics.pil import pil_measures
+from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics
+from sdc_tasks.metrics.risk import ID_PERCENTS
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, tree_merge
 
@@ -105,23 +104,20 @@ class ContinuousContext:
         return self.pair_parts if self.whole else self.original[[self.id_col, *self.key_vars]].to_delayed()
 
     @property
-    def gathers(self) -> bool:
-        """Whether the order-based measures gather each variable on one worker rather than sort it across the
-        partitions (:func:`~sdc_tasks.evaluation.order_measures.gathers`)."""
-        return gathers(max(self.n, self.n_masked))
+    def profiled(self) -> bool:
+        """Whether the report's per-variable profile is asked for and can be read from this evaluation: records
+        paired by id, every one once (the profile pairs by id)."""
+        return PROFILE.name in self.families and self.whole
 
     @cached_property
     def order_measures(self) -> dict[str, OrderMeasures]:
-        """Each variable's order-based results for the families asked for, computed out of core one variable at
-        a time (order_measures.py)."""
-        files = None if self.whole else (self.original, self.masked)
-        return {v: variable_order_measures(self.pairs, files, self.id_col, v, self.original_sd[v],
-                                           ranks=self.by_id and "il" in self.families, quantiles="pil" in self.families,
-                                           hits=self.by_id and "id" in self.families) for v in self.variables}
-
-    def column_parts(self, frame: dd.DataFrame, var: str) -> list | None:
-        """Delayed partitions of one column of ``frame``, or None when the pairs stand for the whole file."""
-        return None if self.whole else frame[[var]].to_delayed()
+        """Each variable's order-based results for the families asked for and the profile, from one gathering or
+        one pair of sorts of the variable (order_measures.py)."""
+        asked = OrderAsked(ranks=self.by_id and ("il" in self.families or self.profiled),
+                           quantiles="pil" in self.families,
+                           hits=self.by_id and ("id" in self.families or self.profiled), figures=self.profiled)
+        return order_measures(self.pairs, None if self.whole else (self.original, self.masked), self.id_col,
+                              self.variables, self.original_sd, max(self.n, self.n_masked), asked)
 
 
 # ---------------------------------------------------------------- il
@@ -139,15 +135,6 @@ def _add_cells(a: tuple[CellSums, CellErrors], b: tuple[CellSums, CellErrors]) -
     return a[0] + b[0], a[1] + b[1]
 
 
-def _column_rank_errors(pair_parts: list[pd.DataFrame], var: str, id_col: str) -> RankErrors:
-    """Rank errors of one variable: the paired records' original and masked values each ranked 1..n' among
-    themselves, ties by id (bounded_rank_metrics.txt sec. 2 compares two permutations of 1..n'), gathered on one
-    worker and dropped once the sums are taken."""
-    ids = gathered(pair_parts, id_col)
-    x, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    return rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None])
-
-
 def _concat_errors(errors: list[RankErrors]) -> RankErrors:
     """Rank errors of disjoint sets of attributes side by side."""
     return RankErrors(*(sum((getattr(e, f) for e in errors), ()) for f in ("abs_sum", "sq_sum", "count")))
@@ -159,9 +146,8 @@ def _il_tasks(ctx: ContinuousContext) -> dict:
     sd = effective_sd(ctx.variable_moments[0])
     tasks = {"cells": tree_merge([dask.delayed(_partition_cells)(p, ctx.variables, sd) for p in ctx.pair_parts],
                                  _add_cells)}
-    if ctx.by_id:
-        tasks["ranks"] = [dask.delayed(_column_rank_errors)(ctx.pair_parts, v, ctx.id_col) for v in ctx.variables] \
-            if ctx.gathers else Deferred(lambda c: [c.order_measures[v].rank_errors for v in c.variables])
+    if ctx.by_id:  # the paired records' values each ranked 1..n' among themselves, ties by id
+        tasks["ranks"] = Deferred(lambda c: [c.order_measures[v].rank_errors for v in c.variables])
     return tasks
 
 
@@ -181,26 +167,10 @@ IL = Family("il", _il_tasks, _il_finish)
 # ---------------------------------------------------------------- pil
 
 
-def _column_quantile_terms(pair_parts: list[pd.DataFrame] | None, files: tuple[list, list] | None,
-                           var: str) -> tuple[np.ndarray, int]:
-    """pil(Q_q) terms of one variable from the exact quantiles of its sorted original and masked columns
-    (pil_measures.txt sec. 4.3-5, :func:`quantile_pil`), gathered on one worker; ``files``: the original and the
-    masked file's partitions with the variable, None when the pairs hold every record of both."""
-    if files is None:
-        xo, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    else:
-        xo, xm = (gathered(f, var, np.float64) for f in files)
-    return quantile_pil(np.sort(xo), np.sort(xm))
-
-
 def _pil_tasks(ctx: ContinuousContext) -> dict:
-    """Each variable's quantile terms."""
-    if not ctx.gathers:
-        return {"quantiles": Deferred(lambda c: [c.order_measures[v].quantile_terms for v in c.variables])}
-    return {"quantiles": [dask.delayed(_column_quantile_terms)(
-        ctx.pair_parts if ctx.whole else None,
-        None if ctx.whole else (ctx.column_parts(ctx.original, v), ctx.column_parts(ctx.masked, v)), v)
-        for v in ctx.variables]}
+    """Each variable's pil(Q_q) terms from the exact quantiles of its sorted original and masked columns
+    (pil_measures.txt sec. 4.3-5, :func:`~sdc_tasks.metrics.pil.quantile_pil`)."""
+    return {"quantiles": Deferred(lambda c: [c.order_measures[v].quantile_terms for v in c.variables])}
 
 
 def _pil_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -215,26 +185,12 @@ PIL = Family("pil", _pil_tasks, _pil_finish, moment_order=4)
 # ---------------------------------------------------------------- id
 
 
-def _column_intervals(pair_parts: list[pd.DataFrame], masked_parts: list[pd.DataFrame] | None, var: str,
-                      sd: float) -> np.ndarray:
-    """Interval-disclosure hits of one variable over all paired records (ID_1..ID_10 then SDID), the variable's
-    original and masked values gathered on one worker: one sort of the masked column for the whole file
-    (``masked_parts``: the masked file's partitions, None when the pairs hold every masked record)."""
-    x = gathered(pair_parts, var, np.float64)
-    xm = gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    masked = xm if masked_parts is None else gathered(masked_parts, var, np.float64)
-    return np.append(interval_hits(np.sort(masked), x, xm), sdid_hits(x, xm, sd))
-
-
 def _id_tasks(ctx: ContinuousContext) -> dict:
-    """With pairing by id, each variable's hits, tree-summed."""
+    """With pairing by id, the interval-disclosure hits (ID_1..ID_10 then SDID) summed over the variables, each
+    variable's read in its sorted masked column (sdc_methods_comparison_chapter.txt sec. 3)."""
     if not ctx.by_id:
         return {}
-    if not ctx.gathers:
-        return {"hits": Deferred(lambda c: sum(c.order_measures[v].hits for v in c.variables))}
-    hits = [dask.delayed(_column_intervals)(ctx.pair_parts, ctx.column_parts(ctx.masked, v), v,
-                                            ctx.original_sd[v]) for v in ctx.variables]
-    return {"hits": tree_merge(hits, operator.add)}
+    return {"hits": Deferred(lambda c: sum(c.order_measures[v].hits for v in c.variables))}
 
 
 def _id_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -248,3 +204,23 @@ def _id_finish(results: dict, ctx: ContinuousContext) -> dict:
 
 
 ID = Family("id", _id_tasks, _id_finish)
+
+
+# ---------------------------------------------------------------- profile
+
+
+def _profile_tasks(ctx: ContinuousContext) -> dict:
+    """When the records pair one to one by id, each variable's IL1 sums and its order-based results with the
+    report's figures (the same gathering or sorts as il, pil and id)."""
+    if not ctx.profiled:
+        return {}
+    return {"cells": variable_cells(ctx.pair_parts, ctx.variables), "order": Deferred(lambda c: c.order_measures)}
+
+
+def _profile_finish(results: dict, ctx: ContinuousContext) -> dict:
+    """{PROFILES_KEY: each variable's report figures (profile.py)}."""
+    return {PROFILES_KEY: variable_profiles(ctx.variables, ctx.variable_moments, results["cells"], results["order"])}
+
+
+PROFILE = Family("profile", _profile_tasks, _profile_finish, moment_order=4)
+"""Not a metric family: the release report's per-variable figures, asked for by the release's evaluation."""

@@ -25,7 +25,7 @@ from sdc_tasks.evaluation.categorical import (
     check_categorical,
     original_context,
 )
-from sdc_tasks.evaluation.continuous import ID, IL, PIL, ContinuousContext, standard_scale
+from sdc_tasks.evaluation.continuous import ID, IL, PIL, PROFILE, ContinuousContext, standard_scale
 from sdc_tasks.evaluation.family import family_measures
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED, file_key_order
@@ -76,7 +76,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS, categorical: list[str] = (),
              ordinal: dict[str, list] | None = None, weight: str | None = None,
              reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
-             sensitive: list[str] = (), household: str | None = None, original_risk: bool = True) -> dict:
+             sensitive: list[str] = (), household: str | None = None, original_risk: bool = True,
+             profile: bool = False) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -91,14 +92,15 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     (none of them a key); ``household``: the household id column of the masked file, which with ``weight`` adds
     the household risk to ``cat_risk``; ``original_risk``: also compute the figures of the risk families
     (cat_risk, suda, ldiversity) on the original file, as ``<key>_before`` with ``<key>_change_percent``
-    (:func:`original_risk_figures`). Categorical measures pair records by id."""
+    (:func:`original_risk_figures`); ``profile``: also return the report's per-variable figures of the continuous
+    variables under PROFILES_KEY (:func:`continuous_measures`). Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     keys = categorical_keys(key_vars, categorical)
     cat_families = tuple(f for f in families if f in CATEGORICAL_FAMILIES)
     other = tuple(f for f in families if f not in CATEGORICAL_FAMILIES)
     out = continuous_measures(original, masked, id_col, variables, [k for k in key_vars if k not in categorical],
-                              other, pairing, cell_rows, pld_cell_rows) if other else {}
+                              other, pairing, cell_rows, pld_cell_rows, profile) if other else {}
     if not cat_families:
         return out
     sensitive = list(sensitive) if "ldiversity" in cat_families else []
@@ -145,7 +147,8 @@ def original_risk_figures(ctx: CategoricalContext, families: tuple[str, ...], id
 
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
                         key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
-                        cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS) -> dict:
+                        cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
+                        profile: bool = False) -> dict:
     """Return docs/metrics.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
@@ -162,7 +165,9 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     measures computed as by id with c(i)'s id (pairing.with_nearest_original_ids), against the whole original
     file, and the first i keys of DLD_i taken in the original file's column order (docs/postmask.md).
     ``cell_rows``: about how many original records one spatial cell of the blocked distance linkage holds;
-    ``pld_cell_rows``: the same for the blocks of probabilistic linkage.
+    ``pld_cell_rows``: the same for the blocks of probabilistic linkage. ``profile``: also return each variable's
+    report figures under PROFILES_KEY (sdc_tasks/evaluation/profile.py), from the same gathering or sorts of the
+    variable as the order-based measures, when the records pair one to one by id (left out otherwise).
     """
     check_options(families, pairing)
     check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
@@ -171,7 +176,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         m = frame_moments(original, variables)
         masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))
         key_vars = [key_vars[k] for k in file_key_order(list(original.columns), key_vars)]
-    units = _units(families)
+    units = _units(families) + ([PROFILE] if profile else [])
     cols = list(dict.fromkeys([*variables, *key_vars]))
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
     # covariances only
@@ -193,7 +198,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
         vi = [cols.index(v) for v in variables]
         pairs = paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]).persist()
     ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
-                            cell_rows, pld_cell_rows, tuple(families), pairing == "paper")
+                            cell_rows, pld_cell_rows, tuple(u.name for u in units), pairing == "paper")
     out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
                  "pairing": "paper" if pairing == "paper" else "id" if use_id else "nearest"}
     out.update(family_measures(units, ctx))

@@ -1,6 +1,9 @@
-"""The measures that read a variable's global order, out of core: the rank errors of brMAE and brMSE, the quantile
-terms of PIL_Q and the interval-disclosure hits of ID_p, each equal to the in-memory kernel on the whole column
-(exact integers and the same order statistics) while no task holds more than a few partitions.
+"""The measures that read a variable's global order: the rank errors of brMAE and brMSE, the quantile terms of
+PIL_Q, the interval-disclosure hits of ID_p and the report's order figures of the variable (quantiles,
+histogram), all of one variable from the same two sorts, out of core: each equal to the in-memory kernel on the
+whole column (exact integers and the same order statistics) while no task holds more than a few partitions.
+Files of at most GATHER_ROWS records gather each variable's columns on one worker instead and run the in-memory
+kernels there, with the same results.
 
 Two sorts of one variable's paired records (:mod:`sdc_tasks.evaluation.global_order`) carry everything: sort A by
 (original value, id) gives each record its original rank r (its global position + 1, ties by id as
@@ -22,15 +25,24 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.evaluation.global_order import ID, KEY, SortedColumn, keyed_frame, sorted_column
+from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.metrics.pil import quantile_pil
-from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors
-from sdc_tasks.metrics.risk import ID_PERCENTS, interval_widths, sdid_hits, window_positions
+from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
+from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
+from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.reserved import MASKED_SUFFIX
+from sdc_tasks.scheduling import parallel_tasks, task_memory
 from sdc_tasks.stats.moments import tree_merge
+from sdc_tasks.stats.order import SortedValues
 
-GATHER_ROWS = 1_000_000
-"""Files of at most this many records gather each variable on one worker for the order-based measures instead:
-quicker there than the sorts' rounds of tasks, and the same numbers."""
+GATHER_ROWS = 10_000_000
+"""Files of at most this many records gather each variable on one worker for the order-based measures instead of
+sorting it across the partitions: three times quicker at 1e7 records on two workers than the sorts' rounds of tasks,
+and the same numbers (docs/performance.md). Above it no task holds a whole column."""
+
+GATHER_BYTES = 128
+"""Bytes per record a gathering task holds at its peak (its columns, their sorted copies, the ranks; about 100
+measured at 1e7): a file gathers only when that fits a quarter of a task's memory (scheduling.task_memory)."""
 
 OTHER, RANK = "other", "rank"
 """Carried columns of the sorts: the record's other value (masked in sort A, original in sort B) and, in sort B,
@@ -38,20 +50,21 @@ the original value's rank."""
 
 
 def gathers(records: int) -> bool:
-    """Whether a file of ``records`` records is small enough (GATHER_ROWS) to gather each variable on one worker
-    for the order-based measures."""
-    return records <= GATHER_ROWS
+    """Whether a file of ``records`` records is small enough (GATHER_ROWS, GATHER_BYTES) to gather each variable
+    on one worker for the order-based measures."""
+    return records <= GATHER_ROWS and 4 * records * GATHER_BYTES <= task_memory()
 
 
 @dataclass(frozen=True)
 class OrderMeasures:
     """What one variable contributes to the order-based measures (None where not asked for): its rank errors
-    (brMAE, brMSE), its quantile terms (PIL_Q: :func:`~sdc_tasks.metrics.pil.quantile_pil`) and its hits
-    (ID_1..ID_10, then SDID)."""
+    (brMAE, brMSE), its quantile terms (PIL_Q: :func:`~sdc_tasks.metrics.pil.quantile_pil`), its hits
+    (ID_1..ID_10, then SDID) and the report's figures of it."""
 
     rank_errors: RankErrors | None
     quantile_terms: tuple[np.ndarray, int] | None
     hits: np.ndarray | None
+    figures: OrderFigures | None = None
 
 
 def _swapped(part: pd.DataFrame, start: int) -> pd.DataFrame:
@@ -84,49 +97,49 @@ def rank_error_graph(b: SortedColumn):
                       operator.add)
 
 
-def _values_at(positions: np.ndarray, pieces: tuple[np.ndarray, ...], starts: np.ndarray) -> np.ndarray:
-    """The sorted column's values at global positions, from the pieces (whole partitions, in order) that hold
-    them, piece i starting at global position ``starts[i]``."""
-    values = np.concatenate(pieces)
-    base = np.concatenate([[0], np.cumsum([len(p) for p in pieces])[:-1]]).astype(np.int64)
+def _values_at(positions: np.ndarray, values: np.ndarray, base: np.ndarray, starts: np.ndarray) -> np.ndarray:
+    """The sorted column's values at global positions, from ``values``: the pieces (whole partitions, in order)
+    that hold them end to end, piece i starting at global position ``starts[i]`` and at ``base[i]`` in ``values``."""
     piece = np.searchsorted(starts, positions, side="right") - 1
     return values[base[piece] + positions - starts[piece]]
 
 
-def _part_window_hits(part: pd.DataFrame, start: int, last: int, width: int, n: int, starts: np.ndarray,
-                      *pieces: np.ndarray) -> int:
-    """How many records of one partition of sort B have their original value inside the ID interval of half-width
-    ``width``: R, the position of the last occurrence of the masked value (``last`` for the partition's last
-    value, whose ties may run on), and the values at R - W and R + W - 1 (sdc_methods_comparison_chapter.txt
-    sec. 3, Interval Disclosure; :func:`~sdc_tasks.metrics.risk.interval_hits` on the whole column)."""
+def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndarray, n: int, starts: np.ndarray,
+                      *pieces: np.ndarray) -> np.ndarray:
+    """For each half-width W of ``widths``, how many records of one partition of sort B have their original value
+    inside the ID interval: R, the position of the last occurrence of the masked value (``last`` for the
+    partition's last value, whose ties may run on), and the values at R - W and R + W - 1
+    (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; :func:`~sdc_tasks.metrics.risk.interval_hits`
+    on the whole column); ``pieces``: the partitions every window's ends fall in, from ``starts``."""
     keys, x = part[KEY].to_numpy(), part[OTHER].to_numpy()
     r = start + np.searchsorted(keys, keys, side="right") - 1
     r[keys == keys[-1]] = last
-    lo, hi = window_positions(r, width, n)
-    return int(((_values_at(lo, pieces, starts) <= x) & (x <= _values_at(hi, pieces, starts))).sum())
-
-
-def _stacked(*counts: int) -> np.ndarray:
-    """Counts as one integer array."""
-    return np.array(counts, dtype=np.int64)
+    values = np.concatenate(pieces)
+    base = np.concatenate([[0], np.cumsum([len(p) for p in pieces])[:-1]]).astype(np.int64)
+    hits = []
+    for width in widths:
+        lo, hi = (_values_at(ends, values, base, starts) for ends in window_positions(r, int(width), n))
+        hits.append(int(((lo <= x) & (x <= hi)).sum()))
+    return np.array(hits, dtype=np.int64)
 
 
 def interval_hit_graph(b: SortedColumn, percents: tuple[int, ...] = ID_PERCENTS):
     """Delayed interval-disclosure hits of the variable of sort B, one count per p, summed over its partitions:
-    one task per partition and p, reading the partitions its window ends fall in (passed one by one: Dask
+    one task per partition for every p, reading the partitions its window ends fall in (passed one by one: Dask
     finalizes a list of delayed arguments as a collection, which costs more than the task)."""
     n, keys, last = b.n, b.key_parts(), b.last_occurrences()
+    widths = interval_widths(n, percents)
     counts = []
     for k, part in enumerate(b.parts):
         start, end = int(b.offsets[k]), int(b.offsets[k + 1])
-        per_width = []
-        for w in (int(v) for v in interval_widths(n, percents)):
+        need: set[int] = set()
+        for w in (int(v) for v in widths):
             lo = window_positions(np.array([start, end - 1, last[k]]), w, n)
-            need = sorted({*b.parts_over(lo[0][0], lo[0][1]), *b.parts_over(lo[1][0], lo[1][1]),
-                           *b.part_of(np.array([lo[0][2], lo[1][2]])).tolist()})
-            per_width.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), w, n, b.offsets[need],
-                                                             *(keys[j] for j in need)))
-        counts.append(dask.delayed(_stacked)(*per_width))
+            need |= {*b.parts_over(lo[0][0], lo[0][1]), *b.parts_over(lo[1][0], lo[1][1]),
+                     *b.part_of(np.array([lo[0][2], lo[1][2]])).tolist()}
+        need_sorted = sorted(need)
+        counts.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), widths, n, b.offsets[need_sorted],
+                                                      *(keys[j] for j in need_sorted)))
     return tree_merge(counts, operator.add)
 
 
@@ -135,30 +148,82 @@ def _part_sdid_hits(part: pd.DataFrame, var: str, sd: float) -> int:
     return sdid_hits(part[var].to_numpy(np.float64), part[var + MASKED_SUFFIX].to_numpy(np.float64), sd)
 
 
-def _paired_measures(pairs: dd.DataFrame, id_col: str, var: str, sd: float, ranks: bool, quantiles: bool,
-                     hits: bool) -> tuple[tuple[np.ndarray, int] | None, dict]:
-    """The order-based results of one variable's paired records: the quantile terms when ``quantiles`` (the pairs
-    then hold every record of both files) and {"ranks", "windows", "sdid"} as asked; both sorts are released on
-    return."""
-    a, b = paired_orders(pairs, id_col, var)
-    terms = quantile_pil(a, b) if quantiles else None
-    graphs: dict = {}
-    if ranks:
-        graphs["ranks"] = rank_error_graph(b)
-    if hits:
-        graphs["windows"] = interval_hit_graph(b)
-        graphs["sdid"] = dask.delayed(sum)([dask.delayed(_part_sdid_hits)(p, var, sd) for p in pairs.to_delayed()])
-    return terms, dask.compute(graphs)[0]
+@dataclass(frozen=True)
+class OrderAsked:
+    """Which order-based results a variable's measurement returns: rank errors, quantile terms, hits, and the
+    report's figures (:class:`~sdc_tasks.metrics.variable_profile.OrderFigures`, from the paired records)."""
+
+    ranks: bool = False
+    quantiles: bool = False
+    hits: bool = False
+    figures: bool = False
+
+    @property
+    def any(self) -> bool:
+        """Whether anything is asked for."""
+        return self.ranks or self.quantiles or self.hits or self.figures
 
 
-def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
-                            var: str, sd: float, ranks: bool, quantiles: bool, hits: bool) -> OrderMeasures:
-    """One variable's :class:`OrderMeasures`, out of core: ``ranks`` and ``hits`` from the records paired by id
-    (``pairs``), the quantile terms from the original and masked files (``files``; None when the pairs hold every
-    record of both). The sorted data is held (persisted) only while this variable is measured."""
-    terms, done = None, {}
-    if ranks or hits or (quantiles and files is None):
-        terms, done = _paired_measures(pairs, id_col, var, sd, ranks, quantiles and files is None, hits)
-    if quantiles and files is not None:
+def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str, var: str,
+                     sd: float, asked: OrderAsked) -> OrderMeasures:
+    """One variable's :class:`OrderMeasures`, out of core: ranks, hits and the figures from the records paired by
+    id (``pairs``), the quantile terms from the original and masked files (``files``; None when the pairs hold
+    every record of both). The sorted data is held (persisted) only while this variable is measured."""
+    terms, figures, done = None, None, {}
+    if asked.ranks or asked.hits or asked.figures or (asked.quantiles and files is None):
+        a, b = paired_orders(pairs, id_col, var)
+        if asked.figures:
+            figures = order_figures(a, b)
+        if asked.quantiles and files is None:
+            terms = figures.quantile_terms if figures is not None else quantile_pil(a, b)
+        graphs: dict = {}
+        if asked.ranks:
+            graphs["ranks"] = rank_error_graph(b)
+        if asked.hits:
+            graphs["windows"] = interval_hit_graph(b)
+            graphs["sdid"] = dask.delayed(sum)([dask.delayed(_part_sdid_hits)(p, var, sd) for p in pairs.to_delayed()])
+        done = dask.compute(graphs)[0]
+    if asked.quantiles and files is not None:
         terms = quantile_pil(*(sorted_column(keyed_frame(f, var, id_col)) for f in files))
-    return OrderMeasures(done.get("ranks"), terms, np.append(done["windows"], done["sdid"]) if hits else None)
+    return OrderMeasures(done.get("ranks"), terms, np.append(done["windows"], done["sdid"]) if asked.hits else None,
+                         figures)
+
+
+def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, list] | None, id_col: str,
+                       var: str, sd: float, asked: OrderAsked) -> OrderMeasures:
+    """One variable's :class:`OrderMeasures` with its paired columns gathered on one worker (``file_parts``: the
+    original and masked files' partitions with the variable, None when the pairs hold every record of both): the
+    whole-column kernels, each column gathered and sorted once for all the results asked for."""
+    ids = gathered(pair_parts, id_col)
+    x, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
+    sorted_x, sorted_xm = SortedValues(np.sort(x)), SortedValues(np.sort(xm))
+    errors = rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]) if asked.ranks else None
+    figures = order_figures(sorted_x, sorted_xm) if asked.figures else None
+    terms = None
+    if asked.quantiles:
+        files = None if file_parts is None else [np.sort(gathered(f, var, np.float64)) for f in file_parts]
+        terms = quantile_pil(*files) if files is not None else \
+            figures.quantile_terms if figures is not None else quantile_pil(sorted_x, sorted_xm)
+    hits = None
+    if asked.hits:
+        masked = sorted_xm.values if file_parts is None else np.sort(gathered(file_parts[1], var, np.float64))
+        hits = np.append(interval_hits(masked, x, xm), sdid_hits(x, xm, sd))
+    return OrderMeasures(errors, terms, hits, figures)
+
+
+def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
+                   variables: list[str], sd: dict[str, float], records: int, asked: OrderAsked) -> dict:
+    """{variable: :class:`OrderMeasures`} of the paired records (``files``: the original and masked files, None
+    when the pairs hold every record of both; ``sd``: each variable's original sd, for SDID): for files of at most
+    GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, as many
+    at once as the scheduler runs tasks, so that a worker holds one variable's columns at a time), else each
+    sorted across the partitions, one variable at a time."""
+    if gathers(records):
+        tasks = [dask.delayed(_gathered_measures)(
+            pairs[[id_col, v, v + MASKED_SUFFIX]].to_delayed(),
+            None if files is None else tuple(f[[v]].to_delayed() for f in files), id_col, v, sd[v], asked)
+            for v in variables]
+        at_once = parallel_tasks()
+        done = [m for i in range(0, len(tasks), at_once) for m in dask.compute(*tasks[i:i + at_once])]
+        return dict(zip(variables, done))
+    return {v: variable_order_measures(pairs, files, id_col, v, sd[v], asked) for v in variables}

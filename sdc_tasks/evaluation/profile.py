@@ -2,15 +2,14 @@
 distributions and its own share of the loss and risk measures (:mod:`sdc_tasks.metrics.variable_profile`), the
 correlation matrices of both files, and each categorical variable's category counts in both files.
 
-As for the order-based measures of the ``il``, ``pil`` and ``id`` families (continuous.py), each variable is
-sorted across the partitions (order_measures.py) and its other parts are summed per partition, so no task holds
-more than a few partitions; files of at most GATHER_ROWS records (order_measures.py) gather each variable on one
-worker instead, with the same figures.
+A continuous variable's order figures (quantiles, histogram, its rank errors and interval hits) come from the same
+gathering or pair of sorts of the variable as the order-based measures of the ``il``, ``pil`` and ``id`` families
+(order_measures.py), and its other parts are summed per partition. A release's evaluation computes the profiles
+beside its measures (the ``profile`` unit of continuous.py), so each variable is sorted once for both;
+:func:`release_profile` computes them itself when it is not given them.
 """
 
 from __future__ import annotations
-
-import operator
 
 import dask
 import dask.dataframe as dd
@@ -18,65 +17,57 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.evaluation.categorical import add_frequency_tables
-from sdc_tasks.evaluation.linkage import gathered
-from sdc_tasks.evaluation.order_measures import gathers, interval_hit_graph, paired_orders, rank_error_graph
+from sdc_tasks.evaluation.order_measures import OrderAsked, OrderMeasures, order_measures
 from sdc_tasks.evaluation.pairing import paired
 from sdc_tasks.metrics.categorical_loss import MISSING_TEXT, value_counts
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums
-from sdc_tasks.metrics.variable_profile import VariableSummary, bin_counts, profile_of, variable_profile
+from sdc_tasks.metrics.variable_profile import VariableSummary, profile_of
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, frames_moments, tree_merge
+
+PROFILES_KEY = "variable_profiles"
+"""The key under which an evaluation asked for the profiles returns them beside the metric keys."""
 
 SHOWN_CATEGORIES = 30
 """The most categories of one variable a report lists (the most frequent in the original file; the others are
 counted together)."""
 
 
-def _column_profile(parts: list[pd.DataFrame], var: str, id_col: str) -> dict:
-    """The profile of one variable from the paired partitions, gathered on one worker."""
-    return variable_profile(var, gathered(parts, var, np.float64), gathered(parts, var + MASKED_SUFFIX, np.float64),
-                            gathered(parts, id_col))
+def _partition_cells(part: pd.DataFrame, variables: list[str]) -> list[CellSums]:
+    """Each variable's IL1 sums over one paired partition."""
+    return [cell_sums(part[v].to_numpy(np.float64), part[v + MASKED_SUFFIX].to_numpy(np.float64)) for v in variables]
 
 
-def _part_cells(part: pd.DataFrame, var: str) -> CellSums:
-    """IL1 sums of one variable of one paired partition."""
-    return cell_sums(part[var].to_numpy(np.float64), part[var + MASKED_SUFFIX].to_numpy(np.float64))
+def _added_cells(a: list[CellSums], b: list[CellSums]) -> list[CellSums]:
+    """Each variable's IL1 sums over two disjoint sets of paired records."""
+    return [x + y for x, y in zip(a, b)]
 
 
-def _part_bins(part: pd.DataFrame, var: str, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Histogram counts of one variable of one paired partition."""
-    return bin_counts(part[var].to_numpy(np.float64), part[var + MASKED_SUFFIX].to_numpy(np.float64), edges)
+def variable_cells(pair_parts: list, variables: list[str]):
+    """Each variable's IL1 sums over the paired partitions, tree-merged (a Delayed list, one per variable)."""
+    return tree_merge([dask.delayed(_partition_cells)(p, variables) for p in pair_parts], _added_cells)
 
 
-def _summed_bins(a: tuple[np.ndarray, np.ndarray], b: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
-    """Histogram counts of two disjoint blocks."""
-    return a[0] + b[0], a[1] + b[1]
-
-
-def _sorted_profile(pairs: dd.DataFrame, var: str, id_col: str, moments: tuple[Moments, Moments], n: int) -> dict:
-    """The profile of one variable sorted across the partitions of the paired records (``moments``: of its
-    original and masked values); the sorts are released on return."""
-    a, b = paired_orders(pairs, id_col, var)
-    parts = pairs.to_delayed()
-    cells, errors, hits = dask.compute(tree_merge([dask.delayed(_part_cells)(p, var) for p in parts], operator.add),
-                                       rank_error_graph(b), interval_hit_graph(b))
-
-    def counts(edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """The histogram counts, summed over the paired partitions."""
-        return dask.compute(tree_merge([dask.delayed(_part_bins)(p, var, edges) for p in parts], _summed_bins))[0]
-
-    return profile_of(var, VariableSummary(n, moments, (a, b), cells, errors, hits, counts))
+def variable_profiles(variables: list[str], moments: tuple[Moments, Moments], cells: list[CellSums],
+                      measures: dict[str, OrderMeasures]) -> list[dict]:
+    """Each variable's report figures (:func:`~sdc_tasks.metrics.variable_profile.profile_of`) from the paired
+    records' moments over ``variables`` (the original's to order 4), their IL1 sums and their order-based results
+    with the figures (order_measures.py; hits: ID_1..ID_10 then SDID)."""
+    mo, mm = moments
+    return [profile_of(v, VariableSummary(mo.n, (mo.subset([j]), mm.subset([j])), cells[j], measures[v].rank_errors,
+                                          measures[v].hits[:-1], measures[v].figures))
+            for j, v in enumerate(variables)]
 
 
 def _profiles(pairs: dd.DataFrame, id_col: str, variables: list[str]) -> list[dict]:
-    """Each variable's profile, sorted across the partitions one variable at a time, or gathered on one worker
-    for at most GATHER_ROWS records (order_measures.py)."""
+    """Each variable's profile from its records paired by id: one pass for the moments, one for the IL1 sums, and
+    each variable gathered on one worker or sorted across the partitions (order_measures.py)."""
     masked = pairs[[v + MASKED_SUFFIX for v in variables]].rename(columns={v + MASKED_SUFFIX: v for v in variables})
     mo, mm = frames_moments([pairs, masked], variables, [4, 2])
-    if gathers(mo.n):
-        parts = pairs.to_delayed()
-        return list(dask.compute(*[dask.delayed(_column_profile)(parts, v, id_col) for v in variables]))
-    return [_sorted_profile(pairs, v, id_col, (mo.subset([j]), mm.subset([j])), mo.n) for j, v in enumerate(variables)]
+    measures = order_measures(pairs, None, id_col, variables, dict(zip(variables, mo.sd)), mo.n,
+                              OrderAsked(ranks=True, hits=True, figures=True))
+    return variable_profiles(variables, (mo, mm), dask.compute(variable_cells(pairs.to_delayed(), variables))[0],
+                             measures)
 
 
 def correlations(original: dd.DataFrame, masked: dd.DataFrame, variables: list[str]) -> dict:
@@ -134,12 +125,15 @@ def category_profiles(original: dd.DataFrame, masked: dd.DataFrame, variables: l
 
 
 def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-                    categorical: list[str] = ()) -> dict:
+                    categorical: list[str] = (), profiles: list[dict] | None = None) -> dict:
     """The report figures of ``masked`` against ``original``: {"variables": one profile per continuous variable
-    (records paired by id), "correlation": :func:`correlations` (two or more variables), "categories": one
-    :func:`category_profile` per ``categorical`` variable}."""
+    (records paired by id; ``profiles`` when the evaluation computed them, PROFILES_KEY), "correlation":
+    :func:`correlations` (two or more variables), "categories": one :func:`category_profile` per ``categorical``
+    variable}."""
     out: dict = {"variables": [], "correlation": None, "categories": []}
-    if variables:
+    if profiles is not None:
+        out["variables"] = profiles
+    elif variables:
         out["variables"] = _profiles(paired(original, masked, id_col, list(variables)).persist(), id_col,
                                      list(variables))
     if len(variables) >= 2:

@@ -11,7 +11,6 @@ partitions of a Dask frame (sdc_tasks/evaluation/profile.py) give the same numbe
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
@@ -29,26 +28,37 @@ HISTOGRAM_RANGE = (0.01, 0.99)
 
 
 @dataclass(frozen=True)
+class OrderFigures:
+    """What a variable's profile reads from its original and masked values sorted (:mod:`sdc_tasks.stats.order`
+    columns: in memory, or sorted across partitions): the QUANTILES of each, the PIL_Q terms and undefined count
+    of :func:`~sdc_tasks.metrics.pil.quantile_pil`, and the histogram ``edges`` (:func:`histogram_edges`) with each
+    column's ``counts`` in them."""
+
+    quantiles: tuple[np.ndarray, np.ndarray]
+    quantile_terms: tuple[np.ndarray, int]
+    edges: np.ndarray
+    counts: tuple[np.ndarray, np.ndarray]
+
+
+@dataclass(frozen=True)
 class VariableSummary:
     """What one variable's profile is computed from, for n paired records: the Moments of the original values
-    (order 4) and of the masked ones, both columns sorted (:mod:`sdc_tasks.stats.order` columns: in memory, or
-    sorted across partitions), the IL1 cell sums, the rank errors and the ID_1..ID_10 hits (exact, mergeable over
-    partitions), and ``bin_counts``: edges -> the original and masked values' histogram counts."""
+    (order 4) and of the masked ones, the IL1 cell sums, the rank errors and the ID_1..ID_10 hits (exact, mergeable
+    over partitions), and the figures read from both columns sorted (:class:`OrderFigures`)."""
 
     n: int
     moments: tuple[Moments, Moments]
-    columns: tuple
     cells: CellSums
     rank_errors: RankErrors
     hits: np.ndarray
-    bin_counts: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]]
+    figures: OrderFigures
 
 
-def distribution(moments: Moments, column) -> dict:
-    """Mean, population sd (from the column's Moments: exact sums) and the QUANTILES (numpy's linear method) of one
-    sorted column: {"mean", "sd", "q05", ...}."""
+def distribution(moments: Moments, quantiles: np.ndarray) -> dict:
+    """Mean and population sd (from the column's Moments: exact sums) and the QUANTILES of one column:
+    {"mean", "sd", "q05", ...}."""
     out = {"mean": float(moments.mean[0]), "sd": float(moments.sd[0])}
-    out.update({f"q{round(q * 100):02d}": float(v) for q, v in zip(QUANTILES, linear_quantiles(column, QUANTILES))})
+    out.update({f"q{round(q * 100):02d}": float(v) for q, v in zip(QUANTILES, quantiles)})
     return out
 
 
@@ -60,17 +70,29 @@ def histogram_edges(sorted_x, bins: int = HISTOGRAM_BINS) -> np.ndarray:
     return np.linspace(low, high, bins + 1)
 
 
-def bin_counts(x: np.ndarray, xm: np.ndarray, edges: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Histogram counts of a block of original and masked values on ``edges`` (they add over blocks)."""
-    return np.histogram(x, bins=edges)[0], np.histogram(xm, bins=edges)[0]
+def sorted_bin_counts(column, edges: np.ndarray) -> np.ndarray:
+    """``np.histogram(values, bins=edges)[0]`` of a sorted column from its counts below the edges: bin i holds
+    e_i <= v < e_(i+1), the last bin its right edge too (numpy's bins)."""
+    below = column.count_below(np.asarray(edges, dtype=np.float64), "left")
+    counts = np.diff(below).astype(np.int64)
+    counts[-1] += int(column.count_below(np.asarray(edges[-1:], dtype=np.float64), "right")[0] - below[-1])
+    return counts
+
+
+def order_figures(sorted_x, sorted_xm) -> OrderFigures:
+    """The :class:`OrderFigures` of a variable's sorted original (``sorted_x``) and masked (``sorted_xm``)
+    columns."""
+    edges = histogram_edges(sorted_x)
+    return OrderFigures((linear_quantiles(sorted_x, QUANTILES), linear_quantiles(sorted_xm, QUANTILES)),
+                        quantile_pil(sorted_x, sorted_xm), edges,
+                        (sorted_bin_counts(sorted_x, edges), sorted_bin_counts(sorted_xm, edges)))
 
 
 def histogram(summary: VariableSummary) -> dict:
     """Counts of the original and masked values on the bins of :func:`histogram_edges`, and how many of each lie
     outside: {"edges", "original", "masked", "outside"}."""
-    edges = histogram_edges(summary.columns[0])
-    counts = summary.bin_counts(edges)
-    return {"edges": edges.tolist(), "original": counts[0].tolist(), "masked": counts[1].tolist(),
+    counts = summary.figures.counts
+    return {"edges": summary.figures.edges.tolist(), "original": counts[0].tolist(), "masked": counts[1].tolist(),
             "outside": [int(summary.n - c.sum()) for c in counts]}
 
 
@@ -86,7 +108,7 @@ def variable_measures(summary: VariableSummary) -> dict:
     chapter sec. 3)."""
     cells = summary.cells
     il1 = 100.0 * cells.rel_abs_err / cells.cells if cells.cells else None
-    quantile_terms, _ = quantile_pil(*summary.columns)
+    quantile_terms = summary.figures.quantile_terms[0]
     moments = moment_pils(*summary.moments)
     rank = bounded_rank_metrics(summary.rank_errors, summary.n)
     return {"IL1": il1, "PIL_Q": _mean_or_none(quantile_terms), "PIL_m1": _mean_or_none(moments["m1"][0]),
@@ -97,8 +119,9 @@ def variable_measures(summary: VariableSummary) -> dict:
 def profile_of(name: str, summary: VariableSummary) -> dict:
     """One variable's report figures: {"variable", "n", "original", "masked" (distributions), "measures",
     "histogram"}."""
-    return {"variable": name, "n": summary.n, "original": distribution(summary.moments[0], summary.columns[0]),
-            "masked": distribution(summary.moments[1], summary.columns[1]), "measures": variable_measures(summary),
+    quantiles = summary.figures.quantiles
+    return {"variable": name, "n": summary.n, "original": distribution(summary.moments[0], quantiles[0]),
+            "masked": distribution(summary.moments[1], quantiles[1]), "measures": variable_measures(summary),
             "histogram": histogram(summary)}
 
 
@@ -106,8 +129,9 @@ def variable_profile(name: str, x: np.ndarray, xm: np.ndarray, ids: np.ndarray) 
     """One variable's report figures (:func:`profile_of`) from its paired original values ``x``, masked values
     ``xm`` and record ``ids`` held in memory."""
     x, xm = np.asarray(x, dtype=np.float64), np.asarray(xm, dtype=np.float64)
+    sorted_xm = np.sort(xm)
     summary = VariableSummary(int(x.size), (moments_of(x[:, None], order=4), moments_of(xm[:, None])),
-                              (SortedValues(np.sort(x)), SortedValues(np.sort(xm))), cell_sums(x, xm),
-                              rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]),
-                              interval_hits(np.sort(xm), x, xm), lambda edges: bin_counts(x, xm, edges))
+                              cell_sums(x, xm), rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]),
+                              interval_hits(sorted_xm, x, xm),
+                              order_figures(SortedValues(np.sort(x)), SortedValues(sorted_xm)))
     return profile_of(name, summary)

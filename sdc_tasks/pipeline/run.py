@@ -17,6 +17,7 @@ from distributed import Client
 
 from sdc_tasks.cluster import WorkersLost, dashboard_link, dask_client
 from sdc_tasks.errors import InputError, ReleaseRefused
+from sdc_tasks.evaluation.profile import PROFILES_KEY
 from sdc_tasks.files import check_input_unchanged, input_identity
 from sdc_tasks.io import parquet_row_counts
 from sdc_tasks.masking.postmask_outcome import outcome_from_dict, outcome_metrics
@@ -198,7 +199,7 @@ def release_into(spec: ReleaseSpec, root: Path, stages: Stages, log: logging.Log
         with progress_stage("evaluate"):
             metrics = {**stages.evaluate(spec, paths), **outcome_metrics(steps)}
         with progress_stage("profile"):
-            profile = stages.profile(spec, paths)
+            profile = stages.profile(spec, paths, metrics.pop(PROFILES_KEY, None))
     progress["metrics"] = metrics
     log.info("evaluated in %.1f s", times.seconds["evaluate"])
     checks = stages.gate(spec, metrics)

@@ -168,7 +168,8 @@ def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     """The metrics.json mapping of the release: every metric family of the spec in one evaluation of masked/
     against the original (one pairing, one sketch of the moments, the scores once), with the seed and the
-    method chain."""
+    method chain; beside them, under PROFILES_KEY, the report's continuous variable profiles where the evaluation
+    could compute them from its own sorts (profile_release takes them)."""
     original = original_records(spec, paths.checkpoint)
     masked = read_table(paths.masked, "parquet")
     roles = spec.variables
@@ -180,7 +181,7 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
                        weight=roles.weight, intruder_original=seen.frame if seen else None,
-                       sensitive=list(roles.sensitive), household=household)
+                       sensitive=list(roles.sensitive), household=household, profile=True)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
@@ -201,12 +202,13 @@ def intruder_view(spec: ReleaseSpec, original: dd.DataFrame) -> Staged | None:
     return Staged(frame, 0, tuple(pinned))
 
 
-def profile_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
+def profile_release(spec: ReleaseSpec, paths: ReleasePaths, profiles: list[dict] | None = None) -> dict:
     """The per-variable figures of the release's report (sdc_tasks.evaluation.profile.release_profile): masked/
-    against the original, continuous and categorical variables."""
+    against the original, continuous and categorical variables; ``profiles``: the continuous variables' figures
+    when the evaluation computed them (evaluate_release)."""
     original = original_records(spec, paths.checkpoint)
     return release_profile(original, read_table(paths.masked, "parquet"), spec.id_column,
-                           list(spec.variables.continuous), list(spec.variables.categorical))
+                           list(spec.variables.continuous), list(spec.variables.categorical), profiles)
 
 
 def category_orders(spec: ReleaseSpec, original: dd.DataFrame) -> dict[str, list]:
