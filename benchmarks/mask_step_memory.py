@@ -31,12 +31,12 @@ from sdc_tasks.masking.methods import apply_step
 from sdc_tasks.masking.registry import validate_params
 
 GIB = 2**30
-THRESHOLDS = {"column": 2**62, "fold": 1}
+THRESHOLDS = {"column": 2**62, "fold": 0}
 
 
 def step_figures(data: Path, out: Path, rows: int, path: str, strata: bool, workers: int, variables: list[str]) -> dict:
     """Run the rank-swapping step on ``variables`` by one path and return its time and peak memory."""
-    A.FOLD_MIN_RECORDS = THRESHOLDS[path]
+    A.COLUMN_MAX_RECORDS = THRESHOLDS[path]
     ctx = A.StepContext(seed=1, step=0, id_column="record_id", strata="stratum" if strata else None)
     with dask_client(workers=workers), PeakRSS() as mem:
         start = time.time()

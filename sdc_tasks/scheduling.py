@@ -65,6 +65,12 @@ def task_memory() -> int:
                default=available)
 
 
+def fits_one_task(records: int, bytes_per_record: int) -> bool:
+    """Whether one task may hold ``records`` records of ``bytes_per_record`` bytes: a quarter of
+    :func:`task_memory`, so that a worker running its other tasks beside it does not spill or pause."""
+    return 4 * records * bytes_per_record <= task_memory()
+
+
 def held_in_process(ddf: dd.DataFrame, path: Path | None) -> dd.DataFrame:
     """``ddf``, read from the file at ``path``, persisted in this process when its computations run here (Dask's
     local schedulers) and the file is at most LARGE_INPUT_BYTES: the command's computations (checks, lengths,

@@ -56,8 +56,8 @@ def uneven(df: pd.DataFrame, parts: int, seed: int = 0) -> dd.DataFrame:
 def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch,
                 variables=VARS) -> pd.DataFrame:
     """The mask stage's (_pos, masked values) of the rank-swapping column kernel, by the whole-column path
-    (``threshold`` above the records) or the fold (``threshold`` 1)."""
-    monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
+    (``threshold`` at least the records) or the fold (``threshold`` 0)."""
+    monkeypatch.setattr(A, "COLUMN_MAX_RECORDS", threshold)
     ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata)
     out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
                            rankswap_fold)
@@ -105,7 +105,7 @@ def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_da
     params = {"p": p, "partner": partner}
     ddf = uneven(records, parts)
     expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch)
-    folded = mask_values(ddf, params, strata, 1, monkeypatch)
+    folded = mask_values(ddf, params, strata, 0, monkeypatch)
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
     masked = records.assign(**{v: folded[v].to_numpy() for v in VARS})
     scopes = [records.index] if strata is None else list(records.groupby(strata).groups.values())
@@ -118,8 +118,8 @@ def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_da
 def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch):
     # "flat" is one value: every rank a tie, ordered by id alone
     params = {"p": 10, "partner": "uniform"}
-    a = mask_values(uneven(records, 17, seed=1), params, "s", 1, monkeypatch, ["flat"])
-    b = mask_values(uneven(records, 3, seed=2), params, "s", 1, monkeypatch, ["flat"])
+    a = mask_values(uneven(records, 17, seed=1), params, "s", 0, monkeypatch, ["flat"])
+    b = mask_values(uneven(records, 3, seed=2), params, "s", 0, monkeypatch, ["flat"])
     np.testing.assert_array_equal(np.sort(a["flat"]), records["flat"])
     pd.testing.assert_frame_equal(a, b, check_exact=True)
 
@@ -127,7 +127,7 @@ def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatc
 def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(records, monkeypatch, tmp_path):
     # Two worker threads, Dask's distributed shuffle: the same file as the whole-column path, in input row order.
     def step(threshold: int, where: str) -> pd.DataFrame:
-        monkeypatch.setattr(A, "FOLD_MIN_RECORDS", threshold)
+        monkeypatch.setattr(A, "COLUMN_MAX_RECORDS", threshold)
         ctx = A.StepContext(seed=9, step=1, id_column="rid", strata="s")
         staged = apply_step(uneven(records, 13), "rankswap", ["ties", "flat", "smooth"],
                             validate_params("rankswap", {"p": 20}), ctx,
@@ -136,7 +136,7 @@ def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(record
 
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
-        folded = step(1, "fold")
+        folded = step(0, "fold")
     with dask.config.set(scheduler="synchronous"):
         expected = step(ROWS + 1, "column")
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
@@ -147,4 +147,4 @@ def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monke
     bad = records.copy()
     bad.loc[1234, "smooth"] = np.inf
     with pytest.raises(ValueError, match="variable 'smooth' has a non-finite value in record 1234"):
-        mask_values(uneven(bad, 9), {"p": 10}, None, 1, monkeypatch)
+        mask_values(uneven(bad, 9), {"p": 10}, None, 0, monkeypatch)

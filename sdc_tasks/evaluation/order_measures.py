@@ -31,7 +31,7 @@ from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import parallel_tasks, task_memory
+from sdc_tasks.scheduling import fits_one_task, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
 from sdc_tasks.stats.order import SortedValues
 
@@ -42,7 +42,7 @@ and the same numbers (docs/performance.md). Above it no task holds a whole colum
 
 GATHER_BYTES = 128
 """Bytes per record a gathering task holds at its peak (its columns, their sorted copies, the ranks; about 100
-measured at 1e7): a file gathers only when that fits a quarter of a task's memory (scheduling.task_memory)."""
+measured at 1e7): a file gathers only when one task holds that (scheduling.fits_one_task)."""
 
 OTHER, RANK = "other", "rank"
 """Carried columns of the sorts: the record's other value (masked in sort A, original in sort B) and, in sort B,
@@ -52,7 +52,7 @@ the original value's rank."""
 def gathers(records: int) -> bool:
     """Whether a file of ``records`` records is small enough (GATHER_ROWS, GATHER_BYTES) to gather each variable
     on one worker for the order-based measures."""
-    return records <= GATHER_ROWS and 4 * records * GATHER_BYTES <= task_memory()
+    return records <= GATHER_ROWS and fits_one_task(records, GATHER_BYTES)
 
 
 @dataclass(frozen=True)

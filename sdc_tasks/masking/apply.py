@@ -28,6 +28,7 @@ from sdc_tasks.masking.risk_suppression import checked_weight
 from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
+from sdc_tasks.scheduling import fits_one_task
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
 from sdc_tasks.stats.moments import frame_moments
 
@@ -35,7 +36,12 @@ TARGET_PARTITION_ROWS = 250_000
 BLOCKED_PARTITIONS = 8
 """A small file's blocks go into at least about this many partitions, so that its blocks run side by side (on
 the threads of a small file's process too); set by the data alone, so the release does not depend on it."""
-FOLD_MIN_RECORDS = 2_000_000  # a column kernel with a fold runs as one: from this many records of the step input
+COLUMN_MAX_RECORDS = 10_000_000
+"""A column kernel with a fold gathers each column into one task up to this many records of the step input, where
+a quarter of a task's memory holds COLUMN_BYTES a record, and runs as the fold beyond (rank swapping of 1e7 x 13
+on two workers: mask step 57 s gathered, 293 s as the fold, docs/performance.md)."""
+COLUMN_BYTES = 128
+"""Bytes per record a column kernel's task holds at its peak (the column, ids, positions, the permutation)."""
 
 
 @dataclass(frozen=True)
@@ -388,12 +394,15 @@ def _positions_frame(offset: int, n: int, columns: dict[str, np.ndarray]) -> pd.
 
 def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
                    kernel: ColumnKernel, fold: ColumnFold | None = None) -> dd.DataFrame:
-    """A column kernel on each variable over the whole file or within each stratum, exact. Below
-    ``FOLD_MIN_RECORDS`` records, or without a ``fold`` (the kernel as a fold over rank-ordered partitions,
-    ``sdc_tasks.masking.fold``), one column at a time is gathered on one worker; otherwise the fold runs, the
-    same values with a few partitions per task. The result has the input's partitions and row order."""
+    """A column kernel on each variable over the whole file or within each stratum, exact. Up to
+    ``COLUMN_MAX_RECORDS`` records that a task's memory holds (COLUMN_BYTES), or without a ``fold`` (the kernel as
+    a fold over rank-ordered partitions, ``sdc_tasks.masking.fold``), each column is gathered on one worker;
+    otherwise the fold runs, the same values with a few partitions per task. The result has the input's
+    partitions and row order."""
     lengths = B.partition_lengths(ddf)
-    if fold is not None and sum(lengths) >= max(FOLD_MIN_RECORDS, 1):
+    records = sum(lengths)
+    if fold is not None and records > 0 and not (records <= COLUMN_MAX_RECORDS
+                                                 and fits_one_task(records, COLUMN_BYTES)):
         return folded_records(ddf, lengths, variables, fold, params, ctx.seed, ctx.step, ctx.id_column, ctx.strata,
                               TARGET_PARTITION_ROWS)
     offsets = B.offsets_of(lengths)

@@ -79,7 +79,7 @@ class Method:
     :meth:`context_hook`).
 
     Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
-    state is a bounded window of ranks, used from ``apply.FOLD_MIN_RECORDS`` records.
+    state is a bounded window of ranks, used beyond ``apply.COLUMN_MAX_RECORDS`` records.
 
     Flags: ``reports_outcome``, a method whose step reports what it reached: a blocked method whose kernel
     returns a ``PostMaskResult`` (values and the figures of ``sdc_tasks.masking.postmask_outcome``), or record
