@@ -1,10 +1,11 @@
-"""Peak memory of the order-based measures (brMAE/brMSE ranks, PIL_Q quantiles, ID windows; families il, pil,
-id) gathered on one task per variable against sorted across the partitions (sdc_tasks/evaluation/
-order_measures.py), on the same generated Census-like files, each on a fresh 2-worker LocalCluster.
+"""Time and peak memory of the order-based measures (brMAE/brMSE ranks, PIL_Q quantiles, ID windows; families il,
+pil, id) and the report's variable profiles computed with them, as a release evaluates, gathered on one task per
+variable against sorted across the partitions (sdc_tasks/evaluation/order_measures.py), on the same generated
+Census-like files, each on a fresh 2-worker LocalCluster.
 
 The masked file is the original with Gaussian noise of 0.1 sd on every variable (the memory of these measures
 does not depend on the masking method). Prints, per mode, the wall time and the peak RSS of the driver, of the
-largest worker and of all processes, and checks that both modes give the same metrics.
+largest worker and of all processes, and checks that both modes give the same metrics and profiles.
 
 Usage: python benchmarks/order_measures_memory.py [--rows 4000000] [--workers 2] [--json out.json]
 Not part of the test suite.
@@ -41,7 +42,8 @@ def _noisy(part: pd.DataFrame, partition_info: dict | None = None) -> pd.DataFra
 
 
 def measure(original: Path, masked: Path, workers: int, gather: bool) -> tuple[dict, dict]:
-    """The il, pil and id metrics with the order measures gathered or sorted, and the run's figures."""
+    """The il, pil and id metrics and the variable profiles with the order measures gathered or sorted, and the
+    run's figures."""
     from distributed import Client, LocalCluster
 
     order_measures.GATHER_ROWS = 10**12 if gather else 0
@@ -49,7 +51,7 @@ def measure(original: Path, masked: Path, workers: int, gather: bool) -> tuple[d
             Client(cluster), PeakRSS() as mem:
         start = time.time()
         metrics = continuous_measures(read_table(original, "parquet"), read_table(masked, "parquet"), "record_id",
-                                      list(CENSUS_VARIABLES), KEYS, ("il", "pil", "id"))
+                                      list(CENSUS_VARIABLES), KEYS, ("il", "pil", "id"), profile=True)
         end = time.time()
     peak = mem.between(start, end)
     figures = {"mode": "gathered" if gather else "sorted", "seconds": end - start,
@@ -78,7 +80,7 @@ def main() -> None:
             gathered, a = measure(original, masked, args.workers, gather=True)
             sorted_, b = measure(original, masked, args.workers, gather=False)
             same = gathered == sorted_
-            print(f"  same metrics: {same}", flush=True)
+            print(f"  same metrics and profiles: {same}", flush=True)
             out.append({"rows": rows, "modes": [a, b], "same_metrics": same})
     if args.json:
         args.json.write_text(json.dumps(out, indent=1))

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from sdc_tasks import scheduling
 from sdc_tasks.evaluation import order_measures
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
 from sdc_tasks.evaluation.measures import continuous_measures
@@ -100,7 +101,8 @@ def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, v
     """Rank errors and hits exactly, quantile terms bit for bit, whatever the partitioning."""
     errors, terms, hits = _reference(tied, var)
     pairs = _uneven(tied, parts)
-    got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()), OrderAsked(True, True, True))
+    got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()),
+                                  OrderAsked(True, True, True))
     assert got.rank_errors == errors
     assert np.array_equal(got.quantile_terms[0].view(np.int64), terms[0].view(np.int64))
     assert got.quantile_terms[1] == terms[1]
@@ -203,3 +205,30 @@ def test_the_evaluation_gives_the_report_profiles_of_its_own_sorts(sync_dask, ti
     assert out.pop(PROFILES_KEY) == expected
     assert out == plain
     assert sorts == ([] if gather else ["a", "b", "c"])
+
+
+def test_a_column_too_large_for_a_tasks_memory_is_sorted_across_partitions(sync_dask, tied, monkeypatch):
+    """Below GATHER_ROWS, a file whose gathered column a task's memory cannot hold (scheduling.fits_one_task) is
+    sorted across the partitions instead, with the same metrics."""
+    original, masked = _files(tied)
+    args = ("rid", ["a", "c"], ["a"], ("il", "pil", "id"))
+    gathered = continuous_measures(_uneven(original, 9), _uneven(masked, 5, seed=3), *args)
+    sorts = []
+    monkeypatch.setattr(order_measures, "paired_orders",
+                        lambda *a, _f=order_measures.paired_orders: sorts.append(a[2]) or _f(*a))
+    monkeypatch.setattr(scheduling, "task_memory", lambda: 4 * N * order_measures.GATHER_BYTES - 1)
+    assert continuous_measures(_uneven(original, 9), _uneven(masked, 5, seed=3), *args) == gathered
+    assert sorts == ["a", "c"]
+
+
+def test_a_tasks_memory_and_the_tasks_at_once_are_the_schedulers():
+    """On a cluster: its worker threads, and a worker's memory limit shared by its threads; on Dask's synchronous
+    scheduler one task at a time."""
+    from distributed import Client, LocalCluster
+
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, memory_limit="2GiB",
+                      dashboard_address=None) as cluster, Client(cluster):
+        assert scheduling.parallel_tasks() == 4
+        assert scheduling.task_memory() == 2**30
+    with dask.config.set(scheduler="synchronous"):
+        assert scheduling.parallel_tasks() == 1

@@ -18,6 +18,7 @@ from distributed import Client, LocalCluster
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from sdc_tasks import scheduling
 from sdc_tasks.masking import apply as A
 from sdc_tasks.masking.adapters import rankswap_fold, rankswap_on_column
 from sdc_tasks.masking.methods import apply_step
@@ -62,6 +63,18 @@ def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: 
     out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
                            rankswap_fold)
     return out.compute().sort_values(A.B.POS_COL).reset_index(drop=True)
+
+
+def test_a_column_too_large_for_a_tasks_memory_is_swapped_by_the_fold(records, sync_dask, monkeypatch):
+    # Below COLUMN_MAX_RECORDS, a column a task's memory cannot hold (scheduling.fits_one_task) takes the fold,
+    # with the same values.
+    ddf = uneven(records, 7)
+    expected = mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch)
+    folds = []
+    monkeypatch.setattr(A, "folded_records", lambda *a, _f=A.folded_records: folds.append(a[2]) or _f(*a))
+    monkeypatch.setattr(scheduling, "task_memory", lambda: 4 * ROWS * A.COLUMN_BYTES - 1)
+    pd.testing.assert_frame_equal(mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch), expected, check_exact=True)
+    assert folds == [VARS]
 
 
 def test_the_stream_is_the_same_drawn_at_once_in_pieces_or_advanced():

@@ -188,9 +188,10 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Rank swapping; statistical_databases_survey.txt, Data "
            "swapping and rank swapping",
            {"p": 10},
-           "exact, one variable at a time per scope; from 2,000,000 records a fold over the variable's "
-           "rank-ordered partitions (an exact distributed sort by stratum, value and id, then a chain of tasks "
-           "each carrying the next P ranks' state), so no task holds the column",
+           "exact, one variable at a time per scope; beyond 10,000,000 records (or a column a task's memory "
+           "cannot hold) a fold over the variable's rank-ordered partitions (an exact distributed sort by "
+           "stratum, value and id, then a chain of tasks each carrying the next P ranks' state), so no task "
+           "holds the column",
            fold="rankswap_fold"),
     Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
