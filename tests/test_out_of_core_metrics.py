@@ -109,6 +109,16 @@ def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, v
     assert np.array_equal(got.hits, hits)
 
 
+@pytest.mark.parametrize("pieces", [1, 3])
+def test_window_tasks_that_read_few_partitions_count_the_same_hits(sync_dask, tied, monkeypatch, pieces):
+    """Windows over many partitions split into more tasks (WINDOW_PIECES) give the same hits."""
+    _, _, hits = _reference(tied, "b")
+    monkeypatch.setattr(order_measures, "WINDOW_PIECES", pieces)
+    got = variable_order_measures(_uneven(tied, 37), None, "rid", "b", float(tied["b"].to_numpy().std()),
+                                  OrderAsked(hits=True))
+    assert np.array_equal(got.hits, hits)
+
+
 def test_text_ids_break_ties_as_the_kernels_do(sync_dask, tied):
     """Ids of text: ties are broken in the ids' own order, as the whole-column ranks do."""
     tied = tied.assign(rid=[f"r{(i * 7) % 9973:05d}" for i in tied["rid"]])

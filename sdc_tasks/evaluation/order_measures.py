@@ -44,6 +44,9 @@ GATHER_BYTES = 128
 """Bytes per record a gathering task holds at its peak (its columns, their sorted copies, the ranks; about 100
 measured at 1e7): a file gathers only when one task holds that (scheduling.fits_one_task)."""
 
+WINDOW_PIECES = 8
+"""The most sorted partitions one interval-window task reads (a partition's widths share a task within it)."""
+
 OTHER, RANK = "other", "rank"
 """Carried columns of the sorts: the record's other value (masked in sort A, original in sort B) and, in sort B,
 the original value's rank."""
@@ -110,7 +113,7 @@ def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndar
     inside the ID interval: R, the position of the last occurrence of the masked value (``last`` for the
     partition's last value, whose ties may run on), and the values at R - W and R + W - 1
     (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; :func:`~sdc_tasks.metrics.risk.interval_hits`
-    on the whole column); ``pieces``: the partitions every window's ends fall in, from ``starts``."""
+    on the whole column); ``pieces``: the partitions these windows' ends fall in, from ``starts``."""
     keys, x = part[KEY].to_numpy(), part[OTHER].to_numpy()
     r = start + np.searchsorted(keys, keys, side="right") - 1
     r[keys == keys[-1]] = last
@@ -123,23 +126,35 @@ def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndar
     return np.array(hits, dtype=np.int64)
 
 
+def _joined(*counts: np.ndarray) -> np.ndarray:
+    """Counts of consecutive widths as one integer array."""
+    return np.concatenate(counts).astype(np.int64)
+
+
 def interval_hit_graph(b: SortedColumn, percents: tuple[int, ...] = ID_PERCENTS):
     """Delayed interval-disclosure hits of the variable of sort B, one count per p, summed over its partitions:
-    one task per partition for every p, reading the partitions its window ends fall in (passed one by one: Dask
-    finalizes a list of delayed arguments as a collection, which costs more than the task)."""
+    per partition, its widths in as few tasks as keep each within WINDOW_PIECES partitions read (the partitions
+    its window ends fall in, passed one by one: Dask finalizes a list of delayed arguments as a collection, which
+    costs more than the task), so a task's memory does not grow with the file however wide the windows are."""
     n, keys, last = b.n, b.key_parts(), b.last_occurrences()
-    widths = interval_widths(n, percents)
     counts = []
     for k, part in enumerate(b.parts):
         start, end = int(b.offsets[k]), int(b.offsets[k + 1])
-        need: set[int] = set()
-        for w in (int(v) for v in widths):
+        groups: list[tuple[list[int], set[int]]] = []
+        for w in (int(v) for v in interval_widths(n, percents)):
             lo = window_positions(np.array([start, end - 1, last[k]]), w, n)
-            need |= {*b.parts_over(lo[0][0], lo[0][1]), *b.parts_over(lo[1][0], lo[1][1]),
-                     *b.part_of(np.array([lo[0][2], lo[1][2]])).tolist()}
-        need_sorted = sorted(need)
-        counts.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), widths, n, b.offsets[need_sorted],
-                                                      *(keys[j] for j in need_sorted)))
+            need = {*b.parts_over(lo[0][0], lo[0][1]), *b.parts_over(lo[1][0], lo[1][1]),
+                    *b.part_of(np.array([lo[0][2], lo[1][2]])).tolist()}
+            if groups and len(groups[-1][1] | need) <= WINDOW_PIECES:
+                groups[-1] = (groups[-1][0] + [w], groups[-1][1] | need)
+            else:
+                groups.append(([w], need))
+        tasks = []
+        for group_widths, need in groups:
+            read = sorted(need)
+            tasks.append(dask.delayed(_part_window_hits)(part, start, int(last[k]), np.array(group_widths), n,
+                                                         b.offsets[read], *(keys[j] for j in read)))
+        counts.append(dask.delayed(_joined)(*tasks))
     return tree_merge(counts, operator.add)
 
 
