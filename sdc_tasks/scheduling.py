@@ -65,10 +65,11 @@ def task_memory() -> int:
                default=available)
 
 
-def fits_one_task(records: int, bytes_per_record: int) -> bool:
-    """Whether one task may hold ``records`` records of ``bytes_per_record`` bytes: a quarter of
-    :func:`task_memory`, so that a worker running its other tasks beside it does not spill or pause."""
-    return 4 * records * bytes_per_record <= task_memory()
+def one_task_holds(records: int, most: int, bytes_per_record: int) -> bool:
+    """Whether one task may hold a whole column of ``records`` records: at most ``most`` of them, and their
+    ``bytes_per_record`` bytes each within a quarter of :func:`task_memory`, so that a worker running its other
+    tasks beside it does not spill or pause."""
+    return records <= most and 4 * records * bytes_per_record <= task_memory()
 
 
 def held_in_process(ddf: dd.DataFrame, path: Path | None) -> dd.DataFrame:

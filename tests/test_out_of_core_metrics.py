@@ -218,7 +218,7 @@ def test_the_evaluation_gives_the_report_profiles_of_its_own_sorts(sync_dask, ti
 
 
 def test_a_column_too_large_for_a_tasks_memory_is_sorted_across_partitions(sync_dask, tied, monkeypatch):
-    """Below GATHER_ROWS, a file whose gathered column a task's memory cannot hold (scheduling.fits_one_task) is
+    """Below GATHER_ROWS, a file whose gathered column a task's memory cannot hold (scheduling.one_task_holds) is
     sorted across the partitions instead, with the same metrics."""
     original, masked = _files(tied)
     args = ("rid", ["a", "c"], ["a"], ("il", "pil", "id"))

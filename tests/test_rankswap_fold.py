@@ -66,7 +66,7 @@ def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: 
 
 
 def test_a_column_too_large_for_a_tasks_memory_is_swapped_by_the_fold(records, sync_dask, monkeypatch):
-    # Below COLUMN_MAX_RECORDS, a column a task's memory cannot hold (scheduling.fits_one_task) takes the fold,
+    # Below COLUMN_MAX_RECORDS, a column a task's memory cannot hold (scheduling.one_task_holds) takes the fold,
     # with the same values.
     ddf = uneven(records, 7)
     expected = mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch)

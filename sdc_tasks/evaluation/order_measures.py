@@ -31,7 +31,7 @@ from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import fits_one_task, parallel_tasks
+from sdc_tasks.scheduling import one_task_holds, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
 from sdc_tasks.stats.order import SortedValues
 
@@ -42,7 +42,7 @@ and the same numbers (docs/performance.md). Above it no task holds a whole colum
 
 GATHER_BYTES = 128
 """Bytes per record a gathering task holds at its peak (its columns, their sorted copies, the ranks; about 100
-measured at 1e7): a file gathers only when one task holds that (scheduling.fits_one_task)."""
+measured at 1e7): a file gathers only when one task holds that (scheduling.one_task_holds)."""
 
 WINDOW_PIECES = 8
 """The most sorted partitions one interval-window task reads (a partition's widths share a task within it)."""
@@ -55,7 +55,7 @@ the original value's rank."""
 def gathers(records: int) -> bool:
     """Whether a file of ``records`` records is small enough (GATHER_ROWS, GATHER_BYTES) to gather each variable
     on one worker for the order-based measures."""
-    return records <= GATHER_ROWS and fits_one_task(records, GATHER_BYTES)
+    return one_task_holds(records, GATHER_ROWS, GATHER_BYTES)
 
 
 @dataclass(frozen=True)
@@ -173,14 +173,9 @@ class OrderAsked:
     hits: bool = False
     figures: bool = False
 
-    @property
-    def any(self) -> bool:
-        """Whether anything is asked for."""
-        return self.ranks or self.quantiles or self.hits or self.figures
 
-
-def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str, var: str,
-                     sd: float, asked: OrderAsked) -> OrderMeasures:
+def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
+                            var: str, sd: float, asked: OrderAsked) -> OrderMeasures:
     """One variable's :class:`OrderMeasures`, out of core: ranks, hits and the figures from the records paired by
     id (``pairs``), the quantile terms from the original and masked files (``files``; None when the pairs hold
     every record of both). The sorted data is held (persisted) only while this variable is measured."""
@@ -214,15 +209,16 @@ def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, l
     sorted_x, sorted_xm = SortedValues(np.sort(x)), SortedValues(np.sort(xm))
     errors = rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]) if asked.ranks else None
     figures = order_figures(sorted_x, sorted_xm) if asked.figures else None
+    original, masked = sorted_x, sorted_xm  # the files' columns, sorted; each file's read once if it is needed
+    if file_parts is not None:
+        if asked.quantiles:
+            original = SortedValues(np.sort(gathered(file_parts[0], var, np.float64)))
+        if asked.quantiles or asked.hits:
+            masked = SortedValues(np.sort(gathered(file_parts[1], var, np.float64)))
     terms = None
     if asked.quantiles:
-        files = None if file_parts is None else [np.sort(gathered(f, var, np.float64)) for f in file_parts]
-        terms = quantile_pil(*files) if files is not None else \
-            figures.quantile_terms if figures is not None else quantile_pil(sorted_x, sorted_xm)
-    hits = None
-    if asked.hits:
-        masked = sorted_xm.values if file_parts is None else np.sort(gathered(file_parts[1], var, np.float64))
-        hits = np.append(interval_hits(masked, x, xm), sdid_hits(x, xm, sd))
+        terms = figures.quantile_terms if figures is not None and file_parts is None else quantile_pil(original, masked)
+    hits = np.append(interval_hits(masked.values, x, xm), sdid_hits(x, xm, sd)) if asked.hits else None
     return OrderMeasures(errors, terms, hits, figures)
 
 

@@ -28,7 +28,7 @@ from sdc_tasks.masking.risk_suppression import checked_weight
 from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
-from sdc_tasks.scheduling import fits_one_task
+from sdc_tasks.scheduling import one_task_holds
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
 from sdc_tasks.stats.moments import frame_moments
 
@@ -401,8 +401,7 @@ def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     partitions and row order."""
     lengths = B.partition_lengths(ddf)
     records = sum(lengths)
-    if fold is not None and records > 0 and not (records <= COLUMN_MAX_RECORDS
-                                                 and fits_one_task(records, COLUMN_BYTES)):
+    if fold is not None and records > 0 and not one_task_holds(records, COLUMN_MAX_RECORDS, COLUMN_BYTES):
         return folded_records(ddf, lengths, variables, fold, params, ctx.seed, ctx.step, ctx.id_column, ctx.strata,
                               TARGET_PARTITION_ROWS)
     offsets = B.offsets_of(lengths)
