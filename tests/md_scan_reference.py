@@ -19,14 +19,9 @@ import hashlib
 
 import numba
 import numpy as np
+from mdav_scan_reference import scan_group_around, scan_pair_of_groups
 
-from sdc_tasks.masking.microaggregation import (
-    centroid,
-    scan_group_around,
-    scan_most_distant,
-    scan_pair_of_groups,
-    squared_distances,
-)
+from sdc_tasks.masking.microaggregation import centroid, scan_most_distant, squared_distances
 
 
 @numba.njit(cache=True)

@@ -62,35 +62,6 @@ def closest(d, m, k, out):
         filled = insert_nearest(d[a], a, dist_of, out, filled, k)
 
 
-@numba.njit(cache=True, nogil=True)
-def scan_group_around(z, rem, m, pos, k, g, labels, d, members):
-    """Label record ``rem[pos]`` and its k-1 closest remaining records as group g (survey, MDAV step 3).
-
-    Returns the new number of remaining rows; ``rem`` is compacted in place, its order kept.
-    """
-    squared_distances(z, rem, m, z[rem[pos]], d)
-    d[pos] = -1.0
-    closest(d, m, k, members)
-    for t in range(k):
-        labels[rem[members[t]]] = g
-    kept = 0
-    for a in range(m):
-        if labels[rem[a]] < 0:
-            rem[kept] = rem[a]
-            kept += 1
-    return kept
-
-
-@numba.njit(cache=True, nogil=True)
-def scan_pair_of_groups(z, rem, m, r, k, g, labels, d, members):
-    """Label x_r = ``rem[r]`` and its k-1 closest remaining records as group g, then x_s, the remaining record most
-    distant from x_r, and its k-1 closest as group g + 1 (survey, MDAV steps 2-3); returns the rows left."""
-    x_r = z[rem[r]].copy()
-    m = scan_group_around(z, rem, m, r, k, g, labels, d, members)
-    squared_distances(z, rem, m, x_r, d)
-    return scan_group_around(z, rem, m, scan_most_distant(d, m), k, g + 1, labels, d, members)
-
-
 def group_means(x: np.ndarray, labels: np.ndarray) -> np.ndarray:
     """Return (n, p): each row of ``x`` replaced by the mean of its group (survey, Microaggregation).
 

@@ -140,7 +140,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            {"k": 3, "block_size": 100},
            "per data-driven block: records sorted on the first principal axis and cut into slabs, slabs sorted "
            "on the second axis and cut into blocks; SSE/SST 1.022 x global MDAV at 1e5 "
-           "(benchmarks/blocked_mdav_quality.py)",
+           "(benchmarks/blocked_mdav_quality.py). Up to 5 attributes a k-d tree that follows the removals answers "
+           "each question; above, scans of the block held by attributes: 0.18 CPU-s per 12,000-record block of "
+           "13 attributes (benchmarks/microaggregation_kernels.py --method mdav)",
            block=BlockPlan("principal", 2)),
     Method("md", MdavParams, "blocked", "md_on_block",
            "MD fixed-size multivariate microaggregation, MDAV's predecessor: each pair of groups seeded by the "
@@ -152,7 +154,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
            "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
            "(10x-25x the scan kernel it replaced, same groups) and 1.4 s for all 13 (about 6x), so Mic3mul k = 3 "
-           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/md_kernel.py, docs/performance.md)",
+           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/microaggregation_kernels.py, "
+           "docs/performance.md)",
            block=BlockPlan("principal", 2)),
     Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
            "V-MDAV variable group size (k..2k-1) multivariate microaggregation",
