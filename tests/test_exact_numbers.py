@@ -19,7 +19,7 @@ from sdc_tasks.files import write_json
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.report import metrics_table_rows
 from sdc_tasks.stats.exact_sum import exact_sums
-from sdc_tasks.stats.moments import frame_moments
+from sdc_tasks.stats.moments import frame_moments, frame_spread
 
 FAMILIES = ("il", "pil", "dld", "pld", "id")
 
@@ -169,3 +169,19 @@ def test_moments_do_not_depend_on_order_or_partitions(sync_dask):
         for key in m.scaled:
             np.testing.assert_array_equal(m.scaled[key], sketches[0].scaled[key])
     assert sketches[0].mean[0] == float(sum(map(Fraction, df["a"].tolist())) / 2000)
+
+
+def test_the_spread_is_the_moments_mean_and_sd_to_the_bit(sync_dask):
+    # frame_spread (block kernels' global statistics) sums only the squares, not the cross products: each sum is
+    # exact, so its mean and sd are frame_moments' on any partitioning, with the columns' extremes.
+    rng = np.random.default_rng(3)
+    df = pd.DataFrame({"a": rng.lognormal(10, 2, 2001), "b": rng.normal(1e9, 1.0, 2001), "c": np.full(2001, 7.5)})
+    whole = frame_moments(dd.from_pandas(df, npartitions=1), ["a", "b", "c"])
+    for k in (1, 4, 9):
+        spread = frame_spread(dd.from_pandas(df.sample(frac=1.0, random_state=k), npartitions=k), ["a", "b", "c"])
+        assert spread.n == 2001
+        np.testing.assert_array_equal(spread.mean, whole.mean)
+        np.testing.assert_array_equal(spread.sd, whole.sd)
+        np.testing.assert_array_equal(spread.low, df.min().to_numpy())
+        np.testing.assert_array_equal(spread.high, df.max().to_numpy())
+    assert spread.sd[2] == 0.0

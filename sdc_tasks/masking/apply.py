@@ -30,7 +30,7 @@ from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
 from sdc_tasks.scheduling import one_task_holds
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
-from sdc_tasks.stats.moments import frame_moments
+from sdc_tasks.stats.moments import frame_moments, frame_spread
 
 TARGET_PARTITION_ROWS = 250_000
 BLOCKED_PARTITIONS = 8
@@ -212,7 +212,7 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     offsets = B.offsets_of(lengths)
     labels = stratum_labels(ddf, ctx.strata)
     codes = {lab: i for i, lab in enumerate(labels)}
-    m = frame_moments(ddf, variables)
+    m = frame_moments(ddf, variables) if plan.axes == "principal" else frame_spread(ddf, variables)
     axes = _axes(m, plan, len(variables))
     args = (variables, ctx.id_column, ctx.strata, codes, m.mean, m.sd, axes)
     key_parts = [dask.delayed(_key_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
@@ -348,10 +348,9 @@ def _mask_blocks(part: pd.DataFrame, variables: list[str], id_col: str, kernel: 
 
 
 def global_stats(ddf: dd.DataFrame, variables: list[str]) -> BlockStats:
-    """Mean and sd (exact-sum moments, the same for any partitioning) and the extremes of each variable."""
-    m = frame_moments(ddf, variables)
-    lo, hi = dask.compute(ddf[variables].min(), ddf[variables].max())
-    return BlockStats(m.mean, m.sd, lo.to_numpy(np.float64), hi.to_numpy(np.float64))
+    """Mean and sd (exact sums, the same for any partitioning) and the extremes of each variable."""
+    spread = frame_spread(ddf, variables)
+    return BlockStats(spread.mean, spread.sd, spread.low, spread.high)
 
 
 def blocked_records(blocked: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,

@@ -230,11 +230,16 @@ def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], mean: np.nda
     return deviation_sums(df[columns].to_numpy(dtype=np.float64), mean, exponent, order)
 
 
+def _first_passes(frames: list[dd.DataFrame], columns: list[str]) -> tuple[ColumnSums, ...]:
+    """The first-pass sums of ``columns`` of each collection, in one computation."""
+    return dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
+                                      for part in f[columns].to_delayed()], operator.add) for f in frames])
+
+
 def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
     """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
     all collections at once), so that no partition is held in memory between the passes."""
-    firsts = dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
-                                        for part in f[columns].to_delayed()], operator.add) for f in frames])
+    firsts = _first_passes(frames, columns)
     seconds = dask.compute(*[tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, *first.centre(), order)
                                          for part in f[columns].to_delayed()], operator.add)
                              for f, first, order in zip(frames, firsts, orders)])
@@ -244,3 +249,33 @@ def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[
 def frame_moments(ddf: dd.DataFrame, columns: list[str], order: int = 2) -> Moments:
     """The Moments of ``columns`` over the whole collection (:func:`frames_moments`)."""
     return frames_moments([ddf], columns, [order])[0]
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Count, mean, population standard deviation and extremes of p columns."""
+
+    n: int
+    mean: np.ndarray
+    sd: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
+
+
+def _partition_square_sums(df: pd.DataFrame, columns: list[str], mean: np.ndarray,
+                           exponent: np.ndarray) -> ExactSums:
+    """Second-pass sums of one partition's columns without their cross products: sum d_j^2 per column."""
+    x = df[columns].to_numpy(dtype=np.float64)
+    squares = np.array([(0, j, 0, j) for j in range(x.shape[1])], dtype=np.int64).reshape(-1, 4)
+    return product_sums(np.ldexp(x - mean, -exponent)[None], squares)
+
+
+def frame_spread(ddf: dd.DataFrame, columns: list[str]) -> Spread:
+    """Mean, sd (pil_measures.txt sec. 4.2: divided by n) and extremes of ``columns``: the mean and sd of
+    :func:`frame_moments` to the bit (every sum is exact), without the p(p - 1)/2 cross products it also sums."""
+    first = _first_passes([ddf], columns)[0]
+    mean, exponent = first.centre()
+    second = dask.compute(tree_merge([dask.delayed(_partition_square_sums)(part, columns, mean, exponent)
+                                      for part in ddf[columns].to_delayed()], operator.add))[0]
+    sd = np.ldexp(np.sqrt(np.array(second.values().tolist()) / first.n), exponent)
+    return Spread(first.n, mean, sd, first.low, first.high)
