@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 import dask.dataframe as dd
 import pandas as pd
-from distributed import futures_of, wait
 
 from sdc_tasks import scheduling
 from sdc_tasks.arguments import (
@@ -44,8 +43,8 @@ from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.postmask_outcome import PostMaskOutcome
-from sdc_tasks.masking.swap_outcome import SwapOutcome
 from sdc_tasks.masking.registry import METHODS, method_catalogue, ruled_variables
+from sdc_tasks.masking.swap_outcome import SwapOutcome
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES, MEASURES
 from sdc_tasks.outputs import scratch_dir
 from sdc_tasks.pipeline.spec import ReleaseSpec, column_accounting, load_spec, parse_spec
@@ -121,6 +120,8 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             result = as_given(staged.frame.compute(), data)
         elif lazy:
             result = staged.frame.persist()
+            from distributed import futures_of, wait  # imported here: 0.15 s that file commands skip
+
             if futures_of(result):  # a distributed client persists in the background
                 wait(result)
     if not isinstance(data, pd.DataFrame) and not lazy:

@@ -1,6 +1,7 @@
 """Progress of a run's Dask work, stage by stage: tasks done of tasks submitted, elapsed and remaining time.
 
-The counts come from Dask itself: a scheduler plugin (:class:`TaskCounter`, registered by the run's client)
+The counts come from Dask itself: a scheduler plugin (``sdc_tasks.task_counter.TaskCounter``, registered by the
+run's client)
 counts the tasks that client submits and those that finish, and publishes both on a scheduler event topic
 that the client subscribes to (no polling of the scheduler). A run names its stages (:func:`stage`); the
 reporters it tracks with (:func:`tracking`) are shown a :class:`StageProgress` every second while a stage runs
@@ -18,60 +19,16 @@ import sys
 import threading
 import time
 from dataclasses import dataclass
-from typing import Callable, Iterator, Protocol, TextIO
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TextIO
 
 from dask.callbacks import Callback
-from distributed import Client
-from distributed.diagnostics.plugin import SchedulerPlugin
 
-TOPIC = "sdc-progress"
-PUBLISH_SECONDS = 0.25  # the plugin publishes the counts at most this often (and whenever all tasks are done)
+if TYPE_CHECKING:
+    from distributed import Client
+
 TICK_SECONDS = 1.0  # reporters see the progress this often while a stage runs
 LOG = logging.getLogger("sdc_tasks.progress")
 LOG.addHandler(logging.NullHandler())  # a library logs only where its caller configured logging
-
-
-class TaskCounter(SchedulerPlugin):
-    """Scheduler plugin: the number of tasks one client has submitted and how many of them have finished (in
-    memory, erred, forgotten, or released before they ran), published on the event topic :data:`TOPIC` as
-    {"done", "total"}."""
-
-    def __init__(self, client_id: str):
-        self.client_id = client_id
-        self.name = f"{TOPIC}-{client_id}"
-        self.pending: set = set()
-        self.total = 0
-        self.done = 0
-        self.published = 0.0
-        self.scheduler = None
-
-    async def start(self, scheduler) -> None:
-        """Keep the scheduler to publish on."""
-        self.scheduler = scheduler
-
-    def update_graph(self, scheduler, *, client: str, tasks: list, **kwargs) -> None:
-        """Count the new tasks of the client's graph."""
-        self.scheduler = scheduler
-        if client == self.client_id:
-            new = [key for key in tasks if key not in self.pending]
-            self.pending.update(new)
-            self.total += len(new)
-            self._publish(force=True)
-
-    def transition(self, key, start: str, finish: str, *args, **kwargs) -> None:
-        """Count a task of the client's that has finished."""
-        if key in self.pending and (finish in ("memory", "erred", "forgotten") or
-                                    (finish == "released" and start in ("waiting", "queued", "no-worker"))):
-            self.pending.discard(key)
-            self.done += 1
-            self._publish(force=self.done == self.total)
-
-    def _publish(self, force: bool = False) -> None:
-        """Publish the counts when forced or when the last publication is older than PUBLISH_SECONDS."""
-        now = time.monotonic()
-        if self.scheduler is not None and (force or now - self.published >= PUBLISH_SECONDS):
-            self.published = now
-            self.scheduler.log_event(self.name, {"done": self.done, "total": self.total})
 
 
 @dataclass(frozen=True)
@@ -243,11 +200,13 @@ def count(done: int, total: int, unit: str) -> None:
 @contextlib.contextmanager
 def counting(client: Client) -> Iterator[None]:
     """For the block, count ``client``'s tasks for the innermost :func:`tracking` (nothing without one): its
-    scheduler runs a :class:`TaskCounter` whose counts the client receives as events. A scheduler that cannot load
+    scheduler runs a ``TaskCounter`` whose counts the client receives as events. A scheduler that cannot load
     the plugin (this package not installed beside it) only costs the progress display, with a warning."""
     if not _ACTIVE:
         yield
         return
+    from sdc_tasks.task_counter import TaskCounter  # distributed's plugin base: imported where a cluster runs
+
     tracker, plugin = _ACTIVE[-1], TaskCounter(client.id)
     try:
         client.register_plugin(plugin)

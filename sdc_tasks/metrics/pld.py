@@ -23,7 +23,6 @@ from dataclasses import dataclass
 
 import numpy as np
 from scipy import sparse
-from scipy.optimize import linprog
 from scipy.sparse.csgraph import min_weight_full_bipartite_matching
 from scipy.special import expit
 
@@ -320,6 +319,8 @@ def transport_max_weight(rows: np.ndarray, cols: np.ndarray, weights: np.ndarray
     n_r, n_c = supply.size, demand.size
     a = sparse.csr_array((np.ones(2 * keep.size), (np.concatenate([rows[keep], n_r + cols[keep]]),
                                                    np.concatenate([e, e]))), shape=(n_r + n_c, keep.size))
+    from scipy.optimize import linprog  # imported here: 0.1 s that commands which never pair records skip
+
     result = linprog(-weights[keep], A_ub=a, b_ub=np.concatenate([supply, demand]), bounds=(0, None),
                      method="highs-ds")
     if result.status != 0:

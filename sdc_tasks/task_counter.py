@@ -1,0 +1,55 @@
+"""The scheduler plugin behind ``sdc_tasks.progress.counting``: it counts the tasks one ``distributed`` client
+submits and those that finish, and publishes both on a scheduler event topic (apart from ``progress`` so that runs
+on Dask's local schedulers do not import ``distributed``)."""
+
+from __future__ import annotations
+
+import time
+
+from distributed.diagnostics.plugin import SchedulerPlugin
+
+TOPIC = "sdc-progress"
+PUBLISH_SECONDS = 0.25  # the plugin publishes the counts at most this often (and whenever all tasks are done)
+
+
+class TaskCounter(SchedulerPlugin):
+    """Scheduler plugin: the number of tasks one client has submitted and how many of them have finished (in
+    memory, erred, forgotten, or released before they ran), published on the event topic :data:`TOPIC` as
+    {"done", "total"}."""
+
+    def __init__(self, client_id: str):
+        self.client_id = client_id
+        self.name = f"{TOPIC}-{client_id}"
+        self.pending: set = set()
+        self.total = 0
+        self.done = 0
+        self.published = 0.0
+        self.scheduler = None
+
+    async def start(self, scheduler) -> None:
+        """Keep the scheduler to publish on."""
+        self.scheduler = scheduler
+
+    def update_graph(self, scheduler, *, client: str, tasks: list, **kwargs) -> None:
+        """Count the new tasks of the client's graph."""
+        self.scheduler = scheduler
+        if client == self.client_id:
+            new = [key for key in tasks if key not in self.pending]
+            self.pending.update(new)
+            self.total += len(new)
+            self._publish(force=True)
+
+    def transition(self, key, start: str, finish: str, *args, **kwargs) -> None:
+        """Count a task of the client's that has finished."""
+        if key in self.pending and (finish in ("memory", "erred", "forgotten") or
+                                    (finish == "released" and start in ("waiting", "queued", "no-worker"))):
+            self.pending.discard(key)
+            self.done += 1
+            self._publish(force=self.done == self.total)
+
+    def _publish(self, force: bool = False) -> None:
+        """Publish the counts when forced or when the last publication is older than PUBLISH_SECONDS."""
+        now = time.monotonic()
+        if self.scheduler is not None and (force or now - self.published >= PUBLISH_SECONDS):
+            self.published = now
+            self.scheduler.log_event(self.name, {"done": self.done, "total": self.total})
