@@ -5,12 +5,17 @@ command on a 2-worker LocalCluster (the old default, the baseline of this run) a
 The records are the bundled Census file resampled with replacement and multiplied by 1 + N(0, 0.05) noise per
 value (seed 1), written as CSV. Methods: MDAV with k = 3 (sdcMicro ``microaggregation(method = "mdav",
 aggr = 3)``) and rank swapping with p = 15 (``rankSwap(P = 15)``). Wall seconds of each whole process, the best
-of ``--repeat`` runs, and its peak memory (max RSS of the process and its children).
+of ``--repeat`` runs, and its peak memory (max RSS of the process and its children). One untimed run of each
+command comes first: it fills the numba cache and, as installing the package does, writes the bytecode of the
+project's modules (the benchmark's processes run without PYTHONDONTWRITEBYTECODE, which would make every run
+compile them from source, about 0.15 s).
 
 sdcMicro is looked for with ``Rscript`` on the PATH and the library in ``--r-lib`` (or $SDCMICRO_LIB) or R's
 own library paths; where it is missing the benchmark says so and prints the project's figures only.
 
-Usage: python benchmarks/small_files.py [--rows 100000] [--repeat 1] [--r-lib DIR]   (not a test)
+Last, ``sdc --help`` as a whole process (best of ``--repeat``).
+
+Usage: python benchmarks/small_files.py [--rows 100000] [--repeat 1] [--r-repeat 1] [--r-lib DIR]   (not a test)
 """
 
 from __future__ import annotations
@@ -42,10 +47,13 @@ def census_like(rows: int, path: Path, seed: int = 1) -> None:
     (frame * rng.normal(1.0, 0.05, frame.shape)).to_csv(path, index=False)
 
 
+ENVIRONMENT = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(command: list[str]) -> tuple[float, float]:
     """Wall seconds and peak RSS (GiB) of one whole process (its children included); the command must succeed."""
     start = time.perf_counter()
-    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=ENVIRONMENT)
     _, status, usage = os.wait4(proc.pid, 0)
     wall = time.perf_counter() - start
     if os.waitstatus_to_exitcode(status) != 0:
@@ -53,8 +61,11 @@ def timed(command: list[str]) -> tuple[float, float]:
     return wall, usage.ru_maxrss / 2**20
 
 
-def best(command: list[str], repeat: int) -> tuple[float, float]:
-    """The best wall time of ``repeat`` runs and the largest peak memory seen."""
+def best(command: list[str], repeat: int, warm_up: bool = True) -> tuple[float, float]:
+    """The best wall time of ``repeat`` runs (after one untimed run when ``warm_up``) and the largest peak memory
+    seen."""
+    if warm_up:
+        timed(command)
     runs = [timed(command) for _ in range(repeat)]
     return min(r[0] for r in runs), max(r[1] for r in runs)
 
@@ -81,14 +92,15 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", type=int, default=100_000)
     parser.add_argument("--repeat", type=int, default=1)
+    parser.add_argument("--r-repeat", type=int, default=1, help="runs of each sdcMicro script (about 1-2 min each)")
     parser.add_argument("--r-lib", default=os.environ.get("SDCMICRO_LIB"))
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = Path(tmp) / "census_like.csv"
         census_like(args.rows, data)
         missing = sdcmicro_missing(args.r_lib)
-        print(f"{args.rows} records x 13, whole processes, best of {args.repeat}; sdcMicro: "
-              f"{'missing (' + missing + ')' if missing else 'found'}")
+        print(f"{args.rows} records x 13, whole processes, best of {args.repeat} (sdcMicro {args.r_repeat}); "
+              f"sdcMicro: {'missing (' + missing + ')' if missing else 'found'}")
         print("| method | sdc mask (threads) | sdc mask --workers 2 | sdcMicro | x cluster run | x sdcMicro |")
         print("|---|---|---|---|---|---|")
         for name, (options, expression) in METHODS.items():
@@ -101,10 +113,13 @@ def main() -> None:
             if missing is None:
                 script = Path(tmp) / f"{name}.R"
                 script.write_text(r_script(expression, data, Path(tmp) / f"{name}_r.csv", args.r_lib))
-                r_wall, r_mem = best(["Rscript", str(script)], args.repeat)
+                r_wall, r_mem = best(["Rscript", str(script)], args.r_repeat, warm_up=False)
                 peer, ratio = f"{r_wall:.1f} s, {r_mem:.2f} GiB", f"{r_wall / own:.1f}"
             print(f"| {name} | {own:.1f} s, {own_mem:.2f} GiB | {cluster:.1f} s, {cluster_mem:.2f} GiB | {peer} | "
                   f"{cluster / own:.1f} | {ratio} |")
+
+        helped, _ = best([sys.executable, "-m", "sdc_tasks.cli", "--help"], args.repeat)
+        print(f"sdc --help: {helped:.2f} s")
 
 
 if __name__ == "__main__":

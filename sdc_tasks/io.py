@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 import pyarrow as pa
 import pyarrow.parquet as pq
+from dask.dataframe.io.csv import read_pandas
 from dask.utils import parse_bytes
 
 from sdc_tasks.blocking import offsets_of, partition_lengths
@@ -37,6 +38,46 @@ def _type_sample(path: Path) -> dict:
     return {"sample": size + 1, "sample_rows": size + 1} if size <= WHOLE_SAMPLE_BYTES else {}
 
 
+def read_csv_block(source, **kwargs) -> pd.DataFrame:
+    """``pd.read_csv(source, **kwargs)`` of one block of a CSV file (Dask's reader), about twice as fast where it
+    reads decimals with ``float_precision="round_trip"`` (0.3 against 0.75 s for 1e5 x 13 values).
+
+    Pandas reads the block with its fast float parser ("high": the same column types, doubles within an ulp or
+    two), then pyarrow reads the float64 columns again: fast_float gives each decimal the nearest double, as
+    round_trip does. Its doubles replace pandas' where the two parsers agree on every cell up to those ulps (the
+    same missing values, infinities and numbers); where they do not, or pyarrow refuses a cell, pandas reads the
+    block with round_trip, so the frame is always round_trip's, with its types and its errors. Dask's type sample
+    (``nrows``) is read by pandas as asked."""
+    if "nrows" in kwargs or kwargs.get("float_precision") != "round_trip":
+        return pd.read_csv(source, **kwargs)
+    frame = pd.read_csv(source, **{**kwargs, "float_precision": "high"})
+    floats = [name for name, dtype in frame.dtypes.items() if dtype == np.float64]
+    source.seek(0)
+    doubles = _nearest_doubles(source, frame, floats, kwargs) if floats else frame
+    if doubles is None:
+        source.seek(0)
+        return pd.read_csv(source, **kwargs)
+    for name in floats:
+        frame[name] = doubles[name].to_numpy()
+    return frame
+
+
+def _nearest_doubles(source, frame: pd.DataFrame, floats: list[str], kwargs: dict) -> pd.DataFrame | None:
+    """The block read by pyarrow with ``floats`` as float64, when its columns are ``frame``'s and its doubles are
+    within two ulps of ``frame``'s in every cell of ``floats`` (NaN where NaN); else None."""
+    options = {k: v for k, v in kwargs.items() if k not in ("float_precision", "dtype")}
+    try:
+        exact = pd.read_csv(source, engine="pyarrow", dtype={name: "float64" for name in floats}, **options)
+    except Exception:  # a cell pyarrow does not read as a number, or an option it lacks: round_trip reads the block
+        return None
+    if list(exact.columns) != list(frame.columns) or len(exact) != len(frame):
+        return None
+    near = frame[floats].to_numpy(), exact[floats].to_numpy(dtype=np.float64)
+    with np.errstate(invalid="ignore", over="ignore"):
+        close = (near[0] == near[1]) | (np.abs(near[0] - near[1]) <= 2 * np.spacing(np.abs(near[1])))
+    return exact if (close | (np.isnan(near[0]) & np.isnan(near[1]))).all() else None
+
+
 def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB",
                dtype: dict[str, str] | None = None, labels: bool = False) -> dd.DataFrame:
     """Return the file or dataset at ``path`` as a Dask DataFrame (partitions follow files/row groups, never workers);
@@ -53,8 +94,8 @@ def read_table(path: str | Path, fmt: str = "auto", blocksize: int | str = "64MB
             ddf = _decoded(dd.read_parquet(str(p), index=False), dataset_files(p, fmt)[0])  # index stays a column
         else:
             pattern = str(p / "*.csv") if p.is_dir() else str(p)
-            ddf = dd.read_csv(pattern, blocksize=blocksize, dtype=dtype, float_precision="round_trip",
-                              **_type_sample(p))
+            ddf = read_pandas(read_csv_block, pattern, blocksize=blocksize, dtype=dtype,
+                              float_precision="round_trip", **_type_sample(p))
         if p.is_dir() and ddf.npartitions > MANY_FILES:
             ddf = _merged_small_files(ddf, dataset_files(p, fmt), blocksize)
     except Exception as exc:  # pyarrow/pandas parse errors: name the file
