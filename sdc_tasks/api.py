@@ -37,7 +37,6 @@ from sdc_tasks.arguments import (
     write_single_file,
 )
 from sdc_tasks.errors import InputError, ReleaseRefused
-from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.io import read_table, write_parquet
 from sdc_tasks.masking import methods as steps
 from sdc_tasks.masking.apply import StepContext
@@ -287,6 +286,8 @@ def evaluate(original: Data, masked: Data, *, vars: str | Sequence[str] | None =
     for data, name in ((original, "original"), (masked, "masked")):
         check_kind(data, name)
     sources = [source_of(d, n) for d, n in ((original, "original"), (masked, "masked"), (reference, "reference"))]
+    from sdc_tasks.evaluation.measures import evaluate_paths  # imported here: 0.1 s that masking skips
+
     with scheduling.scheduled([original, masked, reference], client, workers):
         values = evaluate_paths(sources[0], sources[1], id_column, column_names(vars), column_names(key_vars),
                                 DEFAULT_FAMILIES if families is None else tuple(column_names(families) or ()), pairing,
