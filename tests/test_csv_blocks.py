@@ -27,6 +27,12 @@ def round_trip(text: str) -> pd.DataFrame:
     return pd.read_csv(io.BytesIO(text.encode()), float_precision="round_trip")
 
 
+@pytest.fixture(autouse=True)
+def two_parsers_for_any_block(monkeypatch):
+    """Small blocks take the two parsers here, as blocks of TWO_PARSERS_BYTES or more do."""
+    monkeypatch.setattr("sdc_tasks.io.TWO_PARSERS_BYTES", 0)
+
+
 def block(text: str) -> pd.DataFrame:
     """What the block reader reads."""
     return read_csv_block(io.BytesIO(text.encode()), float_precision="round_trip")
@@ -42,6 +48,17 @@ def assert_same_frame(got: pd.DataFrame, expected: pd.DataFrame) -> None:
             np.testing.assert_array_equal(g.view(np.int64), e.view(np.int64), err_msg=name)
         else:
             assert [str(v) for v in g] == [str(v) for v in e], name
+
+
+def assert_read_as_pandas_reads_it(text: str) -> None:
+    """The block reader gives round_trip's frame of ``text``, or the same kind of error."""
+    try:
+        expected = round_trip(text)
+    except Exception as exc:
+        with pytest.raises(type(exc)):
+            block(text)
+        return
+    assert_same_frame(block(text), expected)
 
 
 def test_hard_decimals_read_to_the_same_doubles_by_pyarrow():
@@ -79,14 +96,7 @@ def test_random_numbers_read_to_the_same_values(rows):
     ["1,5", "2", "3"],                      # a decimal comma (a fourth field)
 ])
 def test_odd_columns_read_as_pandas_reads_them(column):
-    text = "id,value\n" + "\n".join(f"{i},{v}" for i, v in enumerate(column)) + "\n"
-    try:
-        expected = round_trip(text)
-    except Exception as exc:
-        with pytest.raises(type(exc)):
-            block(text)
-        return
-    assert_same_frame(block(text), expected)
+    assert_read_as_pandas_reads_it("id,value\n" + "\n".join(f"{i},{v}" for i, v in enumerate(column)) + "\n")
 
 
 def test_a_header_pyarrow_reads_otherwise_is_read_by_pandas():
@@ -102,3 +112,14 @@ def test_a_short_or_long_row_is_read_or_refused_as_pandas_does():
         round_trip(long)
     with pytest.raises(pd.errors.ParserError):
         block(long)
+
+
+NUMBER_LIKE = st.text(alphabet="0123456789.+-eE xinfaINFNd_", min_size=0, max_size=9)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.one_of(NUMBER_LIKE, st.floats().map(repr), st.floats(width=32).map(lambda f: f"{f:.9e}"),
+                          st.integers(-10**20, 10**20).map(str)), min_size=1, max_size=8))
+def test_number_like_cells_read_as_pandas_reads_them(cells):
+    # Cells near the edge of what either parser takes for a number: the frame is round_trip's, or the same error.
+    assert_read_as_pandas_reads_it("id,value\n" + "\n".join(f"{i},{c}" for i, c in enumerate(cells)) + "\n")
