@@ -9,6 +9,7 @@ import pytest
 
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.progress import StageProgress, TerminalProgress, count, stage, tracking
+from sdc_tasks.task_counter import TaskCounter
 
 
 class Terminal(io.StringIO):
@@ -65,6 +66,22 @@ def test_the_scheduler_counts_each_stage_s_tasks_for_the_client():
     finals = [p for p in seen if p.finished]
     assert [(p.stage, p.done, p.total) for p in finals] == [("first", 20, 20), ("second", 7, 7)]
     assert all(p.done <= p.total for p in seen)
+
+
+def test_a_task_released_while_it_ran_is_counted_again_when_a_later_graph_submits_it():
+    # The scheduler's transitions as the plugin sees them: task b is released while it runs (its graph dropped),
+    # then a graph of the next stage holds b again. Each stage's counts stay within what it submitted.
+    counter = TaskCounter("me")
+    counter.update_graph(None, client="me", tasks=["a", "b"])
+    counter.transition("a", "processing", "memory")
+    counter.transition("b", "processing", "released")
+    first = (counter.done, counter.total)
+    counter.update_graph(None, client="me", tasks=["b"])
+    counter.transition("b", "processing", "memory")
+    assert first == (2, 2)
+    assert (counter.done - first[0], counter.total - first[1]) == (1, 1)
+    counter.update_graph(None, client="other", tasks=["c"])
+    assert counter.total == 3
 
 
 def test_a_stage_may_count_its_own_parts_and_nothing_is_shown_without_tracking():
