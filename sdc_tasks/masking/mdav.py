@@ -17,7 +17,7 @@ import numpy as np
 from sdc_tasks.kdtree import LEAF_SIZE
 from sdc_tasks.masking.checks import check_group_size_k, checked_block
 from sdc_tasks.masking.microaggregation import grouped_block
-from sdc_tasks.remaining_tree import farthest_point, nearest_points, remaining_tree, remove_point
+from sdc_tasks.remaining_tree import farthest_point, insert_nearest, nearest_points, remaining_tree, remove_point
 
 TREE_MAX_ATTRIBUTES = 5
 
@@ -85,13 +85,8 @@ def _form_group(c, cols, span, alive, k, g, labels, row_of, d, v, members, dist_
     filled = 0
     worst = np.inf
     for a in range(span):
-        if alive[a] and (filled < k or d[a] < worst):
-            at = min(filled, k - 1)
-            while at > 0 and dist_of[at - 1] > d[a]:
-                dist_of[at], members[at] = dist_of[at - 1], members[at - 1]
-                at -= 1
-            dist_of[at], members[at] = d[a], a
-            filled = min(filled + 1, k)
+        if alive[a] and d[a] < worst:  # once k are held, a row no closer than the k-th (lower position) stays out
+            filled = insert_nearest(d[a], a, dist_of, members, filled, k)
             if filled == k:
                 worst = dist_of[k - 1]
     for t in range(k):
