@@ -452,6 +452,23 @@ def remove_stale_scratch() -> None:
             _remove_path(entry)
 
 
+@contextlib.contextmanager
+def scratch_area(kind: str, parent: PathLike | None = None) -> Iterator[Path]:
+    """A new private directory for the scratch files of a block, removed after it: inside ``parent`` (a directory
+    the run owns, such as a release's work directory, which the workers of a cluster reach) or, when None, a
+    :func:`scratch_dir`."""
+    if parent is None:
+        with scratch_dir(kind) as tmp:
+            yield Path(tmp)
+        return
+    Path(parent).mkdir(parents=True, exist_ok=True)
+    path = Path(tempfile.mkdtemp(prefix=f"{kind}.", dir=parent))
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
 def scratch_dir(kind: str) -> tempfile.TemporaryDirectory:
     """A new private scratch directory ``KIND.HOST.PID.RANDOM`` in :func:`scratch_root`, removed when the
     returned object is cleaned up (or by a later run when this process dies first)."""

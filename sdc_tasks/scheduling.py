@@ -83,6 +83,13 @@ def one_task_holds(records: int, most: int, bytes_per_record: int) -> bool:
     return records <= most and 4 * records * bytes_per_record <= task_memory()
 
 
+def workers_hold(nbytes: int) -> bool:
+    """Whether the workers of this thread's next computation can keep ``nbytes`` of data in memory for its
+    duration: within a quarter of what their tasks count on together (:func:`task_memory` for each task they run
+    at once), so that their work beside it never spills."""
+    return 4 * nbytes <= parallel_tasks() * task_memory()
+
+
 def held_in_process(ddf: dd.DataFrame, path: Path | None) -> dd.DataFrame:
     """``ddf``, read from the file at ``path``, persisted in this process when its computations run here (Dask's
     local schedulers) and the file is at most LARGE_INPUT_BYTES: the command's computations (checks, lengths,

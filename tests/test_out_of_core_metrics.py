@@ -13,9 +13,9 @@ import pandas as pd
 import pytest
 
 from sdc_tasks import scheduling
-from sdc_tasks.evaluation import order_measures
+from sdc_tasks.evaluation import order_measures, pairing
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
-from sdc_tasks.evaluation.measures import continuous_measures
+from sdc_tasks.evaluation.measures import continuous_measures, evaluate
 from sdc_tasks.evaluation.order_measures import OrderAsked, variable_order_measures
 from sdc_tasks.evaluation.profile import PROFILES_KEY, release_profile
 from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
@@ -215,6 +215,56 @@ def test_the_evaluation_gives_the_report_profiles_of_its_own_sorts(sync_dask, ti
     assert out.pop(PROFILES_KEY) == expected
     assert out == plain
     assert sorts == ([] if gather else ["a", "b", "c"])
+
+
+def _written_pairs(monkeypatch) -> list:
+    """Make every pairing too large for the workers' memory (pairing.pairs_home writes it to scratch); returns the
+    list of the Parquet files each pairing wrote, filled as pairings are read back."""
+    written = []
+    monkeypatch.setattr(pairing, "workers_hold", lambda nbytes: False)
+    monkeypatch.setattr(pairing, "_read_pairs",
+                        lambda path, _f=pairing._read_pairs: written.append(sorted(path.glob("*.parquet"))) or _f(path))
+    return written
+
+
+@pytest.mark.parametrize("zipped", [True, False])
+def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeypatch, tmp_path, zipped):
+    """Pairs larger than the workers keep in memory are written as Parquet and read back by each pass: every
+    metric and profile figure as with the pairs persisted, whether the partitions were zipped (same ids in the same
+    order) or joined on the id; the scratch files are gone after the evaluation."""
+    original, masked = _files(tied)
+    if zipped:
+        masked = masked.iloc[::-1].reset_index(drop=True)
+    frames = (lambda: _uneven(original, 11), lambda: _uneven(masked, 11 if zipped else 6, seed=1 if zipped else 4))
+    args = ("rid", ["a", "b", "c"], ["a", "b", "c"], ("il", "pil", "dld", "id"))
+    monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
+    persisted = continuous_measures(frames[0](), frames[1](), *args, profile=True)
+    written = _written_pairs(monkeypatch)
+    work = tmp_path / "work"
+    assert continuous_measures(frames[0](), frames[1](), *args, profile=True, work_dir=work) == persisted
+    assert len(written) == 1 and len(written[0]) >= 1  # one pairing, written
+    assert len(written[0]) == 11 or not zipped  # zipped: a file per partition
+    assert list(work.iterdir()) == []
+    assert {"IL", "PIL", "DLD", "ID", PROFILES_KEY} <= set(persisted)
+
+
+def test_categorical_pairs_written_to_scratch_give_the_same_metrics(sync_dask, monkeypatch):
+    """Categorical codes paired by id through scratch Parquet: the same cat_il and cat_risk figures, the original's
+    risk included; text categories are always held in memory (a Parquet round trip may change their type)."""
+    rng = np.random.default_rng(2)
+    original = pd.DataFrame({"rid": np.arange(600), "k1": rng.integers(0, 4, 600), "k2": rng.integers(0, 3, 600)})
+    masked = original.assign(k1=np.where(rng.random(600) < 0.2, rng.integers(0, 4, 600), original["k1"]))
+    text = original.assign(k2=original["k2"].map({0: "a", 1: "b", 2: "c"}))
+
+    def run(orig, mask):
+        return evaluate(_uneven(orig, 7), _uneven(mask, 7), "rid", [], [], ("cat_il", "cat_risk"),
+                        categorical=["k1", "k2"])
+
+    persisted, persisted_text = run(original, masked), run(text, masked.assign(k2=text["k2"]))
+    written = _written_pairs(monkeypatch)
+    assert run(original, masked) == persisted
+    assert len(written) == 2  # the masked file's pairs and the original paired with itself
+    assert run(text, masked.assign(k2=text["k2"])) == persisted_text and len(written) == 2
 
 
 def test_a_column_too_large_for_a_tasks_memory_is_sorted_across_partitions(sync_dask, tied, monkeypatch):

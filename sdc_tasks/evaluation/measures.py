@@ -31,8 +31,10 @@ from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.linkage_families import DLD, DLD_PUBLISHED, PLD, PLD_PUBLISHED, file_key_order
 from sdc_tasks.evaluation.pairing import (
     check_pairing_ids,
+    held,
     paired,
     paired_nearest,
+    pairs_home,
     record_count,
     with_nearest_original_ids,
 )
@@ -41,6 +43,7 @@ from sdc_tasks.metrics.catalogue import CATEGORICAL_FAMILIES, DEFAULT_FAMILIES, 
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.metrics.original_risk import original_figures
 from sdc_tasks.metrics.risk import scores
+from sdc_tasks.outputs import scratch_area
 from sdc_tasks.stats.moments import frame_moments, frames_moments
 from sdc_tasks.validation import input_name, load_checked, numeric_columns
 
@@ -77,7 +80,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              ordinal: dict[str, list] | None = None, weight: str | None = None,
              reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
              sensitive: list[str] = (), household: str | None = None, original_risk: bool = True,
-             profile: bool = False) -> dict:
+             profile: bool = False, work_dir: str | Path | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -93,62 +96,67 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     the household risk to ``cat_risk``; ``original_risk``: also compute the figures of the risk families
     (cat_risk, suda, ldiversity) on the original file, as ``<key>_before`` with ``<key>_change_percent``
     (:func:`original_risk_figures`); ``profile``: also return the report's per-variable figures of the continuous
-    variables under PROFILES_KEY (:func:`continuous_measures`). Categorical measures pair records by id."""
+    variables under PROFILES_KEY (:func:`continuous_measures`); ``work_dir``: where the paired records of files
+    larger than the workers keep in memory are written (pairing.pairs_home), removed after; a private scratch
+    directory when None. Categorical measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
-    keys = categorical_keys(key_vars, categorical)
-    cat_families = tuple(f for f in families if f in CATEGORICAL_FAMILIES)
-    other = tuple(f for f in families if f not in CATEGORICAL_FAMILIES)
-    out = continuous_measures(original, masked, id_col, variables, [k for k in key_vars if k not in categorical],
-                              other, pairing, cell_rows, pld_cell_rows, profile) if other else {}
-    if not cat_families:
-        return out
-    sensitive = list(sensitive) if "ldiversity" in cat_families else []
-    check_categorical(categorical, keys, ordinal, cat_families, sensitive)
-    if pairing in ("nearest", "paper"):
-        raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
-    cols = list(dict.fromkeys([*categorical, *keys]))
-    check_columns(original.columns, [id_col, *cols], "original file")
-    if household and not weight:
-        raise InputError(f"household {household!r}: the household risk needs the sampling weight column (weight)")
-    check_columns(masked.columns, [id_col, *cols, *([weight] if weight else []), *sensitive,
-                                   *([household] if household else [])], "masked file")
-    if reference is not None:
-        check_columns(reference.columns, categorical, "reference file")
-    pairs = paired(original, masked, id_col, cols).persist()
-    n, n_masked, matched = (int(x) for x in dask.compute(record_count(original), record_count(masked),
-                                                          record_count(pairs)))
-    if matched != n_masked or n_masked == 0:
-        raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the same "
-                         f"{id_col!r} (categorical measures pair records by id)")
-    out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
-    ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked,
-                             sensitive=tuple(sensitive), household=household)
-    seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
-    out.update(family_measures(_units(tuple(f for f in cat_families
-                                            if not (seen_through_recodes and f == "cat_risk"))), ctx))
-    if seen_through_recodes:
-        seen = paired(intruder_original, masked, id_col, cols).persist()
-        out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
-    risk = tuple(f for f in cat_families if f in ORIGINAL_RISK_FAMILIES)
-    if original_risk and risk:
-        out.update(original_risk_figures(ctx, risk, id_col, cols, n, out))
-    return finite_metrics(out)
+    with scratch_area("evaluate", work_dir) as work:
+        keys = categorical_keys(key_vars, categorical)
+        cat_families = tuple(f for f in families if f in CATEGORICAL_FAMILIES)
+        other = tuple(f for f in families if f not in CATEGORICAL_FAMILIES)
+        out = continuous_measures(original, masked, id_col, variables, [k for k in key_vars if k not in categorical],
+                                  other, pairing, cell_rows, pld_cell_rows, profile, work) if other else {}
+        if not cat_families:
+            return out
+        sensitive = list(sensitive) if "ldiversity" in cat_families else []
+        check_categorical(categorical, keys, ordinal, cat_families, sensitive)
+        if pairing in ("nearest", "paper"):
+            raise InputError("categorical metric families pair records by id: use pairing 'id' or 'auto'")
+        cols = list(dict.fromkeys([*categorical, *keys]))
+        check_columns(original.columns, [id_col, *cols], "original file")
+        if household and not weight:
+            raise InputError(f"household {household!r}: the household risk needs the sampling weight column (weight)")
+        check_columns(masked.columns, [id_col, *cols, *([weight] if weight else []), *sensitive,
+                                       *([household] if household else [])], "masked file")
+        if reference is not None:
+            check_columns(reference.columns, categorical, "reference file")
+        n = int(dask.compute(record_count(original))[0])
+        pairs = paired(original, masked, id_col, cols, pairs_home(work, original, [id_col, *cols], n))
+        n_masked, matched = (int(x) for x in dask.compute(record_count(masked), record_count(pairs)))
+        if matched != n_masked or n_masked == 0:
+            raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the same "
+                             f"{id_col!r} (categorical measures pair records by id)")
+        out.update({"n": n, "n_masked": n_masked, "categorical": categorical, "categorical_keys": keys})
+        ctx = CategoricalContext(pairs, original, masked, reference, categorical, keys, ordinal, weight, n_masked,
+                                 sensitive=tuple(sensitive), household=household)
+        seen_through_recodes = intruder_original is not None and "cat_risk" in cat_families
+        out.update(family_measures(_units(tuple(f for f in cat_families
+                                                if not (seen_through_recodes and f == "cat_risk"))), ctx))
+        if seen_through_recodes:
+            seen = paired(intruder_original, masked, id_col, cols,
+                          pairs_home(work, intruder_original, [id_col, *cols], n))
+            out.update(family_measures(_units(("cat_risk",)), replace(ctx, pairs=seen, original=intruder_original)))
+        risk = tuple(f for f in cat_families if f in ORIGINAL_RISK_FAMILIES)
+        if original_risk and risk:
+            out.update(original_risk_figures(ctx, risk, id_col, cols, n, out, work))
+        return finite_metrics(out)
 
 
 def original_risk_figures(ctx: CategoricalContext, families: tuple[str, ...], id_col: str, cols: list[str], n: int,
-                          released: dict) -> dict:
+                          released: dict, work: Path) -> dict:
     """The risk ``families`` computed on the original file of ``ctx`` exactly as on a release of it unmasked (the
     same family units, the original paired with itself), as ``<key>_before`` beside the ``released`` figures, with
-    ``<key>_change_percent`` (sdc_tasks.metrics.original_risk; docs/metrics.md "The original file's risk")."""
-    pairs = paired(ctx.original, ctx.original, id_col, cols).persist()
+    ``<key>_change_percent`` (sdc_tasks.metrics.original_risk; docs/metrics.md "The original file's risk");
+    ``work``: the scratch directory of the pairing (pairing.pairs_home)."""
+    pairs = paired(ctx.original, ctx.original, id_col, cols, pairs_home(work, ctx.original, [id_col, *cols], n))
     return original_figures(released, family_measures(_units(families), original_context(ctx, pairs, n)))
 
 
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
                         key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
                         cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
-                        profile: bool = False) -> dict:
+                        profile: bool = False, work_dir: str | Path | None = None) -> dict:
     """Return docs/metrics.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
@@ -168,6 +176,8 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     ``pld_cell_rows``: the same for the blocks of probabilistic linkage. ``profile``: also return each variable's
     report figures under PROFILES_KEY (sdc_tasks/evaluation/profile.py), from the same gathering or sorts of the
     variable as the order-based measures, when the records pair one to one by id (left out otherwise).
+    ``work_dir``: where the paired records of files larger than the workers keep in memory are written
+    (pairing.pairs_home), removed after; a private scratch directory when None.
     """
     check_options(families, pairing)
     check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
@@ -181,26 +191,34 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     # the original's moments up to the highest order a family reads (PIL: 4); of the masked file means and
     # covariances only
     order = max((u.moment_order for u in units), default=2)
-    by_id = paired(original, masked, id_col, cols).persist() if pairing != "nearest" else None
     mo, mm = frames_moments([original, masked], cols, [order, 2])
     n, n_masked = mo.n, mm.n
     if n == 0 or n_masked == 0:
         raise InputError(f"cannot evaluate an empty file: the original has {n} and the masked file {n_masked} "
                          "records")
-    matched = int(dask.compute(record_count(by_id))[0]) if by_id is not None else 0
-    if pairing in ("id", "paper") and matched != n_masked:
-        raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "
-                         f"same {id_col!r} (use pairing 'nearest' for synthetic or re-sized files)")
-    use_id = by_id is not None and matched == n_masked
-    if use_id:
-        pairs = by_id
-    else:
-        vi = [cols.index(v) for v in variables]
-        pairs = paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]).persist()
-    ctx = ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols, (mo, mm), use_id,
-                            cell_rows, pld_cell_rows, tuple(u.name for u in units), pairing == "paper")
-    out: dict = {"n": n, "n_masked": n_masked, "p": len(variables), "key_vars": list(key_vars),
-                 "pairing": "paper" if pairing == "paper" else "id" if use_id else "nearest"}
+    with scratch_area("pairs", work_dir) as work:
+        scratch = pairs_home(work, original, [id_col, *cols], max(n, n_masked))
+        by_id = paired(original, masked, id_col, cols, scratch) if pairing != "nearest" else None
+        matched = int(dask.compute(record_count(by_id))[0]) if by_id is not None else 0
+        if pairing in ("id", "paper") and matched != n_masked:
+            raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "
+                             f"same {id_col!r} (use pairing 'nearest' for synthetic or re-sized files)")
+        use_id = by_id is not None and matched == n_masked
+        if use_id:
+            pairs = by_id
+        else:
+            vi = [cols.index(v) for v in variables]
+            pairs = held(paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]),
+                         pairs_home(work, masked, [id_col, *cols], n_masked))
+        return _continuous(ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols,
+                                             (mo, mm), use_id, cell_rows, pld_cell_rows, tuple(u.name for u in units),
+                                             pairing == "paper"), units)
+
+
+def _continuous(ctx: ContinuousContext, units: list) -> dict:
+    """The metrics of the continuous family ``units`` on ``ctx`` with the bookkeeping keys and the scores."""
+    out: dict = {"n": ctx.n, "n_masked": ctx.n_masked, "p": len(ctx.variables), "key_vars": list(ctx.key_vars),
+                 "pairing": "paper" if ctx.nearest_ids else "id" if ctx.by_id else "nearest"}
     out.update(family_measures(units, ctx))
     out.update(scores(out))
     return finite_metrics(out)

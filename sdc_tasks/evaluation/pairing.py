@@ -7,6 +7,9 @@ id of its nearest original record (:func:`with_nearest_original_ids`) and then p
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import dask
 import dask.dataframe as dd
 import numpy as np
@@ -14,9 +17,13 @@ import pandas as pd
 from scipy.spatial import cKDTree
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.io import add_row_ids
+from sdc_tasks.io import add_row_ids, write_parquet
 from sdc_tasks.kdtree import kd_tree, nearest_records
 from sdc_tasks.reserved import MASKED_SUFFIX
+from sdc_tasks.scheduling import workers_hold
+
+PAIR_VALUE_BYTES = 8
+"""Bytes of one value of a paired record (an id or a variable's original or masked value, 64-bit numbers)."""
 
 
 def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
@@ -57,23 +64,62 @@ def _is_frame(part: pd.DataFrame | None) -> bool:
     return part is not None
 
 
-def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str]) -> dd.DataFrame:
-    """Original and masked values side by side, one row per id present in both (masked columns suffixed).
+def _written(part: pd.DataFrame | None, path: Path) -> bool:
+    """Write a zipped partition to the Parquet file ``path``; False, writing nothing, when its ids did not match."""
+    if part is None:
+        return False
+    part.to_parquet(path, index=False)
+    return True
+
+
+def pairs_home(work: Path, original: dd.DataFrame, columns: list[str], records: int) -> Path | None:
+    """Where a pairing of ``records`` records on ``columns`` (the id and the variables) is held: in the workers'
+    memory (None) when they keep it within a quarter of their memory (``scheduling.workers_hold``; an id and
+    two values a variable) or when a column of the original is not numeric (a Parquet round trip may change the
+    type of text); otherwise a new directory in ``work`` for its Parquet files."""
+    numeric = all(pd.api.types.is_numeric_dtype(original._meta[c].dtype) for c in columns)
+    if not numeric or workers_hold(records * (2 * len(columns) - 1) * PAIR_VALUE_BYTES):
+        return None
+    return Path(tempfile.mkdtemp(prefix="pairs.", dir=work))
+
+
+def held(frame: dd.DataFrame, scratch: Path | None) -> dd.DataFrame:
+    """``frame`` computed once for the passes that follow: persisted in the workers' memory, or with ``scratch``
+    written there as Parquet and read back by each pass (only the columns a pass selects)."""
+    if scratch is None:
+        return frame.persist()
+    write_parquet(frame, scratch)
+    return _read_pairs(scratch)
+
+
+def _read_pairs(scratch: Path) -> dd.DataFrame:
+    """The pairs written to ``scratch`` as a Dask frame."""
+    return dd.read_parquet(str(scratch), index=False)
+
+
+def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
+           scratch: Path | None = None) -> dd.DataFrame:
+    """Original and masked values side by side, one row per id present in both (masked columns suffixed), held
+    (:func:`held`: persisted, or written to ``scratch``, :func:`pairs_home`).
 
     When both files have the same partitions with the same ids in the same order (a release's output against
-    its input), partitions are zipped (and persisted); otherwise the files are joined on the id (a shuffle). The ids
-    are checked on the very partitions that are zipped: Dask's Parquet reader may fuse the partitions of a column
-    subset, and not alike for two files."""
+    its input), partitions are zipped; otherwise the files are joined on the id (a shuffle). The ids are checked
+    on the very partitions that are zipped: Dask's Parquet reader may fuse the partitions of a column subset, and
+    not alike for two files."""
     columns = [id_col, *variables]
     originals, maskeds = original[columns].to_delayed(), masked[columns].to_delayed()
     if len(originals) == len(maskeds):
-        parts = dask.persist(*[dask.delayed(_side_by_side)(o, m, id_col, variables)
-                               for o, m in zip(originals, maskeds)])
-        if all(dask.compute(*[dask.delayed(_is_frame)(p) for p in parts])):
-            return dd.from_delayed(list(parts), meta=_side_by_side(original._meta, masked._meta, id_col, variables),
-                                   verify_meta=False)
+        zipped = [dask.delayed(_side_by_side)(o, m, id_col, variables) for o, m in zip(originals, maskeds)]
+        if scratch is None:
+            parts = dask.persist(*zipped)
+            if all(dask.compute(*[dask.delayed(_is_frame)(p) for p in parts])):
+                return dd.from_delayed(list(parts), meta=_side_by_side(original._meta, masked._meta, id_col,
+                                                                       variables), verify_meta=False)
+        elif all(dask.compute(*[dask.delayed(_written)(p, scratch / f"part-{i:05d}.parquet")
+                                for i, p in enumerate(zipped)])):
+            return _read_pairs(scratch)
     m = masked[columns].rename(columns={v: v + MASKED_SUFFIX for v in variables})
-    return original[columns].merge(m, on=id_col, how="inner")
+    return held(original[columns].merge(m, on=id_col, how="inner"), scratch)
 
 
 def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],

@@ -18,10 +18,11 @@ import pandas as pd
 
 from sdc_tasks.evaluation.categorical import add_frequency_tables
 from sdc_tasks.evaluation.order_measures import OrderAsked, OrderMeasures, order_measures
-from sdc_tasks.evaluation.pairing import paired
+from sdc_tasks.evaluation.pairing import paired, pairs_home, record_count
 from sdc_tasks.metrics.categorical_loss import MISSING_TEXT, value_counts
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums
 from sdc_tasks.metrics.variable_profile import VariableSummary, profile_of
+from sdc_tasks.outputs import scratch_area
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.stats.moments import Moments, frames_moments, tree_merge
 
@@ -134,8 +135,11 @@ def release_profile(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, v
     if profiles is not None:
         out["variables"] = profiles
     elif variables:
-        out["variables"] = _profiles(paired(original, masked, id_col, list(variables)).persist(), id_col,
-                                     list(variables))
+        columns = [id_col, *variables]
+        with scratch_area("profile") as work:
+            held_at = pairs_home(work, original, columns, int(dask.compute(record_count(original))[0]))
+            out["variables"] = _profiles(paired(original, masked, id_col, list(variables), held_at), id_col,
+                                         list(variables))
     if len(variables) >= 2:
         out["correlation"] = correlations(original, masked, list(variables))
     if categorical:

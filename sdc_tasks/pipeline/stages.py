@@ -181,7 +181,8 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
                        weight=roles.weight, intruder_original=seen.frame if seen else None,
-                       sensitive=list(roles.sensitive), household=household, profile=True)
+                       sensitive=list(roles.sensitive), household=household, profile=True,
+                       work_dir=paths.root / WORK_DIR)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
