@@ -5,11 +5,23 @@ of the next (records routed to spatial cells and back).
 and C cells costs about O((P C)^2) in graph building alone (P = C = 20: 18 s on the driver; 40: minutes, with
 the workers idle). Here adding a task costs O(1): tasks go into one dictionary, and the inputs' graphs are
 merged once, when the result is asked for.
+
+A graph given a directory (``files``) keeps its tasks' results there instead of in the workers' memory: each task
+writes its result to a file (each element of a tuple result separately) and returns only where it lies
+(:class:`Stored`), and each task loads what it reads when it runs. A routing step's pieces for every cell then
+wait on disk, not in memory, until the cell's task reads them, so a worker holds the pieces of the tasks it runs
+and no more, however large the file (Dask releases a result only when every task reading it is done, and runs
+a ready task as soon as a thread is free: the pieces of all cells would otherwise be held at once).
 """
 
 from __future__ import annotations
 
 import operator
+import os
+import pickle
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable
 
 from dask._task_spec import List, Task, TaskRef
@@ -28,13 +40,72 @@ def _node(arg: Any) -> Any:
     return arg
 
 
-class TaskGraph:
-    """Tasks keyed ``(<name>-<label>, *index)`` in one layer; :meth:`result` returns a Delayed of one of them."""
+@dataclass(frozen=True)
+class Stored:
+    """A task result kept in a file: the pickled bytes ``start`` .. ``end`` of ``path``."""
 
-    def __init__(self, name: str, *token_parts: Any):
-        self.name = f"{name}-{tokenize(*token_parts)}"
+    path: str
+    start: int
+    end: int
+
+    def load(self) -> Any:
+        """The result."""
+        with open(self.path, "rb") as f:
+            f.seek(self.start)
+            return pickle.loads(f.read(self.end - self.start))
+
+
+@dataclass(frozen=True)
+class StoredTuple:
+    """A tuple result kept in a file, each element its own :class:`Stored` piece (read alone by :meth:`item`)."""
+
+    pieces: tuple[Stored, ...]
+
+
+def _loaded(arg: Any) -> Any:
+    """A task argument with every stored result in it (also inside lists and tuples) loaded."""
+    if isinstance(arg, Stored):
+        return arg.load()
+    if isinstance(arg, StoredTuple):
+        return tuple(p.load() for p in arg.pieces)
+    if isinstance(arg, (list, tuple)):
+        return type(arg)(_loaded(a) for a in arg)
+    return arg
+
+
+def _stored_call(func: Callable, path: str, *args: Any) -> Stored | StoredTuple:
+    """``func`` on the loaded ``args``, its result written to the file ``path`` (atomically: a retried task
+    replaces it whole); returns where it lies."""
+    result = func(*_loaded(args))
+    blobs = [pickle.dumps(r, protocol=5) for r in result] if isinstance(result, tuple) else \
+        [pickle.dumps(result, protocol=5)]
+    partial = f"{path}.{os.getpid()}.{uuid.uuid4().hex}"
+    with open(partial, "wb") as f:
+        for blob in blobs:
+            f.write(blob)
+    os.replace(partial, path)
+    ends = [0]
+    for blob in blobs:
+        ends.append(ends[-1] + len(blob))
+    pieces = tuple(Stored(path, a, b) for a, b in zip(ends[:-1], ends[1:]))
+    return StoredTuple(pieces) if isinstance(result, tuple) else pieces[0]
+
+
+def _item(result: Any, i: int) -> Any:
+    """The ``i``-th element of a tuple result, or where it lies when the result is stored."""
+    return result.pieces[i] if isinstance(result, StoredTuple) else result[i]
+
+
+class TaskGraph:
+    """Tasks keyed ``(<name>-<label>, *index)`` in one layer; :meth:`result` returns a Delayed of one of them. With
+    ``files`` (a directory every worker reaches, kept until the result is computed), the tasks' results are kept
+    there (module docstring)."""
+
+    def __init__(self, name: str, *token_parts: Any, files: Path | None = None):
+        self.name = f"{name}-{tokenize(*token_parts, None if files is None else str(files))}"
         self.tasks: dict = {}
         self.inputs: list[Delayed] = []
+        self.files = files
 
     def input(self, value: Delayed) -> TaskRef:
         """A reference to a Delayed computed outside this graph (a partition, a persisted piece)."""
@@ -46,7 +117,12 @@ class TaskGraph:
         key = (f"{self.name}-{label}", *index)
         if key in self.tasks:
             raise ValueError(f"task {key!r} is already in the graph")
-        self.tasks[key] = Task(key, func, *(_node(a) for a in args))
+        nodes = [_node(a) for a in args]
+        if self.files is None:
+            self.tasks[key] = Task(key, func, *nodes)
+        else:
+            path = self.files / "-".join([label, *(str(i) for i in index)])
+            self.tasks[key] = Task(key, _stored_call, func, str(path), *nodes)
         return TaskRef(key)
 
     def item(self, ref: TaskRef, i: int) -> TaskRef:
@@ -54,7 +130,7 @@ class TaskGraph:
         label, *index = ref.key
         key = (f"{label}-item", *index, i)
         if key not in self.tasks:
-            self.tasks[key] = Task(key, operator.getitem, ref, i)
+            self.tasks[key] = Task(key, operator.getitem if self.files is None else _item, ref, i)
         return TaskRef(key)
 
     def reduce(self, label: str, refs: list[TaskRef], merge: Callable, split_every: int = 8) -> TaskRef:
@@ -71,7 +147,7 @@ class TaskGraph:
     def result(self, ref: TaskRef) -> Delayed:
         """A Delayed of the task ``ref`` over this graph and its inputs' graphs."""
         out = dict(self.tasks)
-        out[self.name] = Task(self.name, _identity, ref)
+        out[self.name] = Task(self.name, _identity if self.files is None else _loaded, ref)
         graph = HighLevelGraph.from_collections(self.name, out, dependencies=self.inputs)
         return Delayed(self.name, graph)
 

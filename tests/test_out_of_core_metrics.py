@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sdc_tasks import scheduling
-from sdc_tasks.evaluation import order_measures, pairing
+from sdc_tasks.evaluation import linkage, order_measures, pairing
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
 from sdc_tasks.evaluation.measures import continuous_measures, evaluate
 from sdc_tasks.evaluation.order_measures import OrderAsked, variable_order_measures
@@ -231,21 +231,32 @@ def _written_pairs(monkeypatch) -> list:
 def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeypatch, tmp_path, zipped):
     """Pairs larger than the workers keep in memory are written as Parquet and read back by each pass: every
     metric and profile figure as with the pairs persisted, whether the partitions were zipped (same ids in the same
-    order) or joined on the id; the scratch files are gone after the evaluation."""
+    order) or joined on the id; the linkage graphs keep their tasks' results in files; the scratch files are gone
+    after the evaluation."""
     original, masked = _files(tied)
     if zipped:
         masked = masked.iloc[::-1].reset_index(drop=True)
     frames = (lambda: _uneven(original, 11), lambda: _uneven(masked, 11 if zipped else 6, seed=1 if zipped else 4))
-    args = ("rid", ["a", "b", "c"], ["a", "b", "c"], ("il", "pil", "dld", "id"))
+    args = ("rid", ["a", "b", "c"], ["a", "b", "c"], ("il", "pil", "dld", "pld", "id"))
     monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
     persisted = continuous_measures(frames[0](), frames[1](), *args, profile=True)
     written = _written_pairs(monkeypatch)
+    graphs = []
+    monkeypatch.setattr(linkage, "TaskGraph", lambda *a, files, _t=linkage.TaskGraph: graphs.append(files) or
+                        _t(*a, files=files))
     work = tmp_path / "work"
-    assert continuous_measures(frames[0](), frames[1](), *args, profile=True, work_dir=work) == persisted
+    got = continuous_measures(frames[0](), frames[1](), *args, profile=True, work_dir=work)
+    if zipped:
+        assert got == persisted
+    else:  # a join's rows come in an order that may differ from one computation to the next: sums to the ulp
+        assert got.keys() == persisted.keys() and got[PROFILES_KEY] == persisted[PROFILES_KEY]
+        for key, value in persisted.items():
+            assert got[key] == (pytest.approx(value, rel=1e-12) if isinstance(value, float) else value), key
     assert len(written) == 1 and len(written[0]) >= 1  # one pairing, written
     assert len(written[0]) == 11 or not zipped  # zipped: a file per partition
+    assert len(graphs) == 4 and all(f is not None and f.parent.parent == work for f in graphs)  # DLD_1..3, PLD
     assert list(work.iterdir()) == []
-    assert {"IL", "PIL", "DLD", "ID", PROFILES_KEY} <= set(persisted)
+    assert {"IL", "PIL", "DLD", "PLD", "ID", PROFILES_KEY} <= set(persisted)
 
 
 def test_categorical_pairs_written_to_scratch_give_the_same_metrics(sync_dask, monkeypatch):

@@ -8,6 +8,7 @@ references in tests/test_rankswap_kernel.py); statistical_databases_survey.txt, 
 from __future__ import annotations
 
 import itertools
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -21,7 +22,7 @@ from hypothesis import strategies as st
 from sdc_tasks import scheduling
 from sdc_tasks.masking import apply as A
 from sdc_tasks.masking.adapters import rankswap_fold, rankswap_on_column
-from sdc_tasks.masking.methods import apply_step
+from sdc_tasks.masking.methods import MASKED_VALUES, apply_step
 from sdc_tasks.masking.rankswap import rank_swap_chunk, rank_swap_column
 from sdc_tasks.masking.registry import validate_params
 from sdc_tasks.randomness import rng_for
@@ -54,26 +55,27 @@ def uneven(df: pd.DataFrame, parts: int, seed: int = 0) -> dd.DataFrame:
     return dd.from_delayed(pieces, meta=df.iloc[:0], verify_meta=False)
 
 
-def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch,
+def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: int, monkeypatch, work: Path,
                 variables=VARS) -> pd.DataFrame:
     """The mask stage's (_pos, masked values) of the rank-swapping column kernel, by the whole-column path
-    (``threshold`` at least the records) or the fold (``threshold`` 0)."""
+    (``threshold`` at least the records) or the fold (``threshold`` 0, its files in ``work``)."""
     monkeypatch.setattr(A, "COLUMN_MAX_RECORDS", threshold)
-    ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata)
+    ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata, work_dir=work)
     out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
                            rankswap_fold)
     return out.compute().sort_values(A.B.POS_COL).reset_index(drop=True)
 
 
-def test_a_column_too_large_for_a_tasks_memory_is_swapped_by_the_fold(records, sync_dask, monkeypatch):
+def test_a_column_too_large_for_a_tasks_memory_is_swapped_by_the_fold(records, sync_dask, monkeypatch, tmp_path):
     # Below COLUMN_MAX_RECORDS, a column a task's memory cannot hold (scheduling.one_task_holds) takes the fold,
     # with the same values.
     ddf = uneven(records, 7)
-    expected = mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch)
+    expected = mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch, tmp_path)
     folds = []
     monkeypatch.setattr(A, "folded_records", lambda *a, _f=A.folded_records: folds.append(a[2]) or _f(*a))
     monkeypatch.setattr(scheduling, "task_memory", lambda: 4 * ROWS * A.COLUMN_BYTES - 1)
-    pd.testing.assert_frame_equal(mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch), expected, check_exact=True)
+    pd.testing.assert_frame_equal(mask_values(ddf, {"p": 15}, None, ROWS, monkeypatch, tmp_path), expected,
+                                  check_exact=True)
     assert folds == [VARS]
 
 
@@ -112,13 +114,13 @@ def test_chunks_of_any_length_equal_the_whole_column(n, p, distinct, cuts, partn
 
 @pytest.mark.parametrize("partner, strata, p, parts", [("uniform", None, 15, 41), ("nearest_free", None, 100, 9),
                                                        ("uniform", "s", 15, 9), ("nearest_free", "s", 40, 41)])
-def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_dask, monkeypatch, partner, strata,
-                                                                p, parts):
+def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_dask, monkeypatch, tmp_path, partner,
+                                                                strata, p, parts):
     # P = 450 (p = 15, 3,001 records) or 960 (p = 40, the stratum of 2,400) spans many partitions of about 73.
     params = {"p": p, "partner": partner}
     ddf = uneven(records, parts)
-    expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch)
-    folded = mask_values(ddf, params, strata, 0, monkeypatch)
+    expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch, tmp_path)
+    folded = mask_values(ddf, params, strata, 0, monkeypatch, tmp_path)
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
     masked = records.assign(**{v: folded[v].to_numpy() for v in VARS})
     scopes = [records.index] if strata is None else list(records.groupby(strata).groups.values())
@@ -128,13 +130,23 @@ def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_da
     assert (masked["smooth"] != records["smooth"]).mean() > 0.8
 
 
-def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch):
+def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch, tmp_path):
     # "flat" is one value: every rank a tie, ordered by id alone
     params = {"p": 10, "partner": "uniform"}
-    a = mask_values(uneven(records, 17, seed=1), params, "s", 0, monkeypatch, ["flat"])
-    b = mask_values(uneven(records, 3, seed=2), params, "s", 0, monkeypatch, ["flat"])
+    a = mask_values(uneven(records, 17, seed=1), params, "s", 0, monkeypatch, tmp_path, ["flat"])
+    b = mask_values(uneven(records, 3, seed=2), params, "s", 0, monkeypatch, tmp_path, ["flat"])
     np.testing.assert_array_equal(np.sort(a["flat"]), records["flat"])
     pd.testing.assert_frame_equal(a, b, check_exact=True)
+
+
+def test_text_ids_break_ties_as_the_whole_column_path(records, sync_dask, monkeypatch, tmp_path):
+    # Ids as text: the fold's files carry them, and ties of "flat" and "ties" are ordered by them as in the kernel.
+    texts = records.assign(rid=records["rid"].map(lambda r: f"id-{r:06d}"))
+    params = {"p": 15, "partner": "uniform"}
+    expected = mask_values(uneven(texts, 9), params, None, ROWS + 1, monkeypatch, tmp_path, ["flat", "ties"])
+    folded = mask_values(uneven(texts, 9), params, None, 0, monkeypatch, tmp_path / "fold", ["flat", "ties"])
+    pd.testing.assert_frame_equal(folded, expected, check_exact=True)
+    assert {p.name.split("-")[0] for p in (tmp_path / "fold" / "fold").iterdir()} == {"keys", "settled"}
 
 
 def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(records, monkeypatch, tmp_path):
@@ -154,10 +166,11 @@ def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(record
         expected = step(ROWS + 1, "column")
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
     assert folded["rid"].tolist() == records["rid"].tolist()
+    assert sorted(p.name for p in (tmp_path / "fold").iterdir()) == [MASKED_VALUES]  # the fold's files removed
 
 
-def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monkeypatch):
+def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monkeypatch, tmp_path):
     bad = records.copy()
     bad.loc[1234, "smooth"] = np.inf
     with pytest.raises(ValueError, match="variable 'smooth' has a non-finite value in record 1234"):
-        mask_values(uneven(bad, 9), {"p": 10}, None, 0, monkeypatch)
+        mask_values(uneven(bad, 9), {"p": 10}, None, 0, monkeypatch, tmp_path)

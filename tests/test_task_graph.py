@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from sdc_tasks.task_graph import TaskGraph
+from sdc_tasks.task_graph import Stored, StoredTuple, TaskGraph
 
 
 def test_tasks_see_their_inputs_values_inside_lists_and_tuple_items():
@@ -21,6 +21,33 @@ def test_tasks_see_their_inputs_values_inside_lists_and_tuple_items():
     total = g.task("total", (), sum, firsts)
     with dask.config.set(scheduler="sync"):
         assert g.result(total).compute() == (0 + 1) + (1 + 2) + (2 + 3)
+
+
+def test_a_graph_with_files_keeps_results_there_and_computes_the_same(tmp_path):
+    """With ``files`` every task's result is written there (each element of a tuple on its own) and its task
+    returns only where it lies; consumers read what they need, items alone, lists and reductions included."""
+    parts = [dask.delayed(pd.DataFrame)({"x": np.arange(i, i + 5)}) for i in range(4)]
+
+    def build(files):
+        g = TaskGraph("stored", 1, files=files)
+        split = [g.task("split", (i,), lambda df: (df["x"].to_numpy() % 3, df["x"].to_numpy() * 2.0), g.input(p))
+                 for i, p in enumerate(parts)]
+        cells = [g.task("cell", (c,), lambda pieces: np.concatenate(pieces).sum(), [g.item(s, c) for s in split])
+                 for c in range(2)]
+        return g, split, g.result(g.reduce("total", cells, operator.add, split_every=2))
+
+    with dask.config.set(scheduler="sync"):
+        expected = build(None)[2].compute()
+        g, split, result = build(tmp_path)
+        assert result.compute() == expected
+        stored = dask.compute(g.result(split[0]))[0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*(f"split-{i}" for i in range(4)), "cell-0", "cell-1", "total-0-0"])
+    assert isinstance(stored, tuple) and np.array_equal(stored[0], np.arange(5) % 3)
+    task = g.tasks[split[0].key]
+    assert isinstance(task(dict.fromkeys(task.dependencies, parts[0].compute())), StoredTuple)
+    piece = task(dict.fromkeys(task.dependencies, parts[0].compute())).pieces[1]
+    assert isinstance(piece, Stored) and np.array_equal(piece.load(), np.arange(5) * 2.0)
 
 
 @pytest.mark.parametrize("n", [1, 2, 8, 9, 70])

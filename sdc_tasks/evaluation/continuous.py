@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cached_property
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -43,7 +44,9 @@ class ContinuousContext:
     whether the records were paired by id (``by_id``: disclosure risk has a ground truth only then), the
     families asked for (``families``: which order-based results to compute) and whether the ids are the masked
     records' nearest originals' (``nearest_ids``, pairing "paper": an original may then be paired several times
-    and another not at all, so the pairs never stand for the original file)."""
+    and another not at all, so the pairs never stand for the original file) and, for a file larger than the
+    workers keep in memory, a directory for intermediate results (``spill``: the linkage graphs keep their tasks'
+    results there; None: in the workers' memory)."""
 
     original: dd.DataFrame
     masked: dd.DataFrame
@@ -58,6 +61,7 @@ class ContinuousContext:
     pld_cell_rows: int
     families: tuple[str, ...]
     nearest_ids: bool = False
+    spill: Path | None = None
 
     @property
     def n(self) -> int:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+from pathlib import Path
 
 import dask
 import numpy as np
@@ -194,11 +195,13 @@ def split_graph(g: TaskGraph, orig_parts: list, id_col: str, keys: list[str], ce
 
 def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
                   center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = DEFAULT_CELL_ROWS,
-                  ties: str = "share") -> Delayed:
+                  ties: str = "share", files: Path | None = None) -> Delayed:
     """Delayed summed (DLD, DLD2) credits, shape (2,), of the paired partitions on the given key variables
     (``ties``: see :func:`_group_credit`). One low-level graph: routing is all-to-all between partitions
-    and cells."""
-    g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties)
+    and cells; with ``files``, its tasks' results (cells, routed pieces, counts) are kept in that directory
+    (task_graph.TaskGraph), not in the workers' memory."""
+    g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties,
+                  files=files)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
     args = (keys, center, scale, tree, n_cells)
     groups = chunked([g.input(p) for p in pair_parts], sum(pair_sizes))
@@ -232,17 +235,18 @@ def _swapped(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
 
 def published_linkage_graph(pair_parts: list, pair_sizes: list[int], id_col: str, keys: list[str],
-                            cell_rows: int = DEFAULT_CELL_ROWS):
+                            cell_rows: int = DEFAULT_CELL_ROWS, files: Path | None = None):
     """Delayed (linked, linked to 2nd nearest) counts, shape (2,), of distance-based linkage as the published
     Table 1 of sdc_methods_comparison_chapter.txt (sec. 4) was computed (found by calibration on the Census file,
     docs/reproduction.md): raw Euclidean distances on the given keys (no standardization), from each original
     record to the masked file, linked when no masked record is strictly nearer than its own masked record
-    (ties count as linked). The same blocked exact search, with the masked records as the searched file."""
+    (ties count as linked). The same blocked exact search, with the masked records as the searched file (``files``:
+    see :func:`linkage_graph`)."""
     searched = [dask.delayed(_masked_as_originals)(p, id_col, keys) for p in pair_parts]
     queries = [dask.delayed(_swapped)(p, keys) for p in pair_parts]
     zero, one = np.zeros(len(keys)), np.ones(len(keys))
     return linkage_graph(searched, queries, pair_sizes, id_col, keys, zero, one, sum(pair_sizes), cell_rows,
-                         ties="linked")
+                         ties="linked", files=files)
 
 
 @dataclass(frozen=True)
@@ -335,10 +339,11 @@ def _candidate_graph(g: TaskGraph, orig_parts: list, pair_parts: list, id_col: s
 def probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id_col: str, keys: list[str],
                                 center: np.ndarray, scale: np.ndarray, n: int, cell_rows: int = PLD_CELL_ROWS,
                                 thresholds: tuple[float, ...] = pld.DEFAULT_THRESHOLDS,
-                                per_record: int = PLD_CANDIDATES) -> Delayed:
-    """Delayed (model, [correctly paired records, records with their own original among the candidates])."""
+                                per_record: int = PLD_CANDIDATES, files: Path | None = None) -> Delayed:
+    """Delayed (model, [correctly paired records, records with their own original among the candidates]);
+    ``files``: see :func:`linkage_graph`."""
     g = TaskGraph("pld", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, thresholds,
-                  per_record)
+                  per_record, files=files)
     cands, model = _candidate_graph(g, orig_parts, pair_parts, id_col, keys, center, scale, n, cell_rows,
                                     thresholds, per_record)
     links = g.reduce("links", [g.task("cell-links", (c,), _cell_links, cand, model)
@@ -360,7 +365,7 @@ def published_probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id
                                           center: np.ndarray, scale: np.ndarray, n: int,
                                           cell_rows: int = PLD_CELL_ROWS,
                                           threshold: float = PLDPUB_THRESHOLD,
-                                          per_record: int = PLDPUB_CANDIDATES) -> Delayed:
+                                          per_record: int = PLDPUB_CANDIDATES, files: Path | None = None) -> Delayed:
     """Delayed summed credit of probabilistic linkage as the PLD column of the published Table 1 of
     sdc_methods_comparison_chapter.txt (sec. 3-4) was computed, found by calibration on the Census file
     (docs/reproduction.md): binary agreement per key, |x'_j - x_j| / S_j <= ``threshold`` (two levels of
@@ -369,9 +374,10 @@ def published_probabilistic_linkage_graph(orig_parts: list, pair_parts: list, id
     1/t credit among t tied candidates (:func:`pld.tied_max_credit`) instead of the one-to-one assignment. EM
     stops after PLDPUB_EM_MAX_ITER iterations or at PLDPUB_EM_TOL: on binary patterns it can creep for more than
     10,000 iterations without changing the order of the weights, which is all the decision uses (on the Census
-    rows of docs/reproduction.md, 2,000 and 10,000 iterations give the same PLDpub)."""
+    rows of docs/reproduction.md, 2,000 and 10,000 iterations give the same PLDpub). ``files``: see
+    :func:`linkage_graph`."""
     g = TaskGraph("pld-published", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows,
-                  threshold, per_record)
+                  threshold, per_record, files=files)
     cands, model = _candidate_graph(g, orig_parts, pair_parts, id_col, keys, center, scale, n, cell_rows,
                                     (threshold,), per_record, (PLDPUB_EM_MAX_ITER, PLDPUB_EM_TOL))
     return g.result(g.reduce("credit", [g.task("cell-credit", (c,), _cell_tied_max_credit, cand, model)

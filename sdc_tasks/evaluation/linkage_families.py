@@ -10,10 +10,11 @@ one prefix's cells are in memory at a time.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+import contextlib
+from pathlib import Path
+from typing import Any, Callable, Iterator
 
 import dask
-import dask.dataframe as dd
 import numpy as np
 
 from sdc_tasks.evaluation.continuous import ContinuousContext
@@ -24,15 +25,34 @@ from sdc_tasks.evaluation.linkage import (
     published_linkage_graph,
     published_probabilistic_linkage_graph,
 )
+from sdc_tasks.outputs import scratch_area
 
 
-def _per_prefix(pairs: dd.DataFrame, key_vars: list[str], graph) -> np.ndarray:
+@contextlib.contextmanager
+def _graph_files(ctx: ContinuousContext) -> Iterator[Path | None]:
+    """Where one linkage graph keeps its tasks' results (task_graph.TaskGraph): a new directory in ``ctx.spill``,
+    removed after, when the file is larger than the workers keep in memory; else None (in memory)."""
+    if ctx.spill is None:
+        yield None
+        return
+    with scratch_area("linkage", ctx.spill) as files:
+        yield files
+
+
+def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Any:
+    """The value of ``graph(files)`` computed with its own :func:`_graph_files`."""
+    with _graph_files(ctx) as files:
+        return dask.compute(graph(files))[0]
+
+
+def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
-    ``graph(pair_parts, sizes, i)``: one blocked exact search per prefix, computed one after the other so only
-    one prefix's cells are in memory at a time."""
-    pair_parts = pairs.to_delayed()
+    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, computed one after the other so
+    only one prefix's cells are in memory (or in ``files``, :func:`_graph_files`) at a time."""
+    pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
-    return np.array([dask.compute(graph(pair_parts, sizes, i + 1))[0] for i in range(len(key_vars))])
+    return np.array([_computed(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files))
+                     for i in range(len(key_vars))])
 
 
 def _linkable(ctx: ContinuousContext) -> bool:
@@ -59,9 +79,9 @@ def _percent_by_prefix(stem: str, percents: np.ndarray) -> dict[str, float]:
 def _distance_credits(ctx: ContinuousContext) -> np.ndarray:
     """Summed (DLD, DLD2) credits for the first i key variables, i = 1..m, shape (m, 2) (docs/metrics.md DLD_i)."""
     center, scale = ctx.key_scaling
-    return _per_prefix(ctx.pairs, ctx.key_vars, lambda parts, sizes, i: linkage_graph(
+    return _per_prefix(ctx, ctx.key_vars, lambda parts, sizes, i, files: linkage_graph(
         ctx.original_key_parts, parts, sizes, ctx.id_col, ctx.key_vars[:i], center[:i], scale[:i], ctx.n,
-        ctx.cell_rows))
+        ctx.cell_rows, files=files))
 
 
 def _dld_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -82,8 +102,9 @@ def _probabilistic_links(ctx: ContinuousContext) -> tuple:
     """(Fellegi-Sunter model, [correctly paired records, records with their own original among the candidates])
     of probabilistic linkage on all key variables."""
     center, scale = ctx.key_scaling
-    return probabilistic_linkage_graph(ctx.original_key_parts, ctx.pair_parts, ctx.id_col, ctx.key_vars, center,
-                                       scale, ctx.n, ctx.pld_cell_rows).compute()
+    return _computed(ctx, lambda files: probabilistic_linkage_graph(
+        ctx.original_key_parts, ctx.pair_parts, ctx.id_col, ctx.key_vars, center, scale, ctx.n, ctx.pld_cell_rows,
+        files=files))
 
 
 def _pld_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -116,8 +137,8 @@ def _published_distance_counts(ctx: ContinuousContext) -> np.ndarray:
     """Linked counts of the published Table 1 setup for the first i key variables in the file's column order,
     i = 1..m, shape (m, 2) (linkage.published_linkage_graph)."""
     keys = [ctx.key_vars[k] for k in published_key_order(ctx)]
-    return _per_prefix(ctx.pairs, keys, lambda parts, sizes, i: published_linkage_graph(
-        parts, sizes, ctx.id_col, keys[:i], ctx.cell_rows))
+    return _per_prefix(ctx, keys, lambda parts, sizes, i, files: published_linkage_graph(
+        parts, sizes, ctx.id_col, keys[:i], ctx.cell_rows, files=files))
 
 
 def _dld_published_finish(results: dict, ctx: ContinuousContext) -> dict:
@@ -137,8 +158,9 @@ def _published_probabilistic_credits(ctx: ContinuousContext) -> np.ndarray:
     order = published_key_order(ctx)
     keys = [ctx.key_vars[k] for k in order]
     center, scale = (a[order] for a in ctx.key_scaling)
-    return _per_prefix(ctx.pairs, keys, lambda parts, sizes, i: published_probabilistic_linkage_graph(
-        ctx.original_key_parts, parts, ctx.id_col, keys[:i], center[:i], scale[:i], ctx.n, ctx.pld_cell_rows))
+    return _per_prefix(ctx, keys, lambda parts, sizes, i, files: published_probabilistic_linkage_graph(
+        ctx.original_key_parts, parts, ctx.id_col, keys[:i], center[:i], scale[:i], ctx.n, ctx.pld_cell_rows,
+        files=files))
 
 
 def _pld_published_finish(results: dict, ctx: ContinuousContext) -> dict:

@@ -34,6 +34,7 @@ from sdc_tasks.evaluation.pairing import (
     held,
     paired,
     paired_nearest,
+    pairs_fit,
     pairs_home,
     record_count,
     with_nearest_original_ids,
@@ -210,9 +211,10 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
             vi = [cols.index(v) for v in variables]
             pairs = held(paired_nearest(original, masked, id_col, variables, mo.mean[vi], standard_scale(mo.sd)[vi]),
                          pairs_home(work, masked, [id_col, *cols], n_masked))
+        large = not pairs_fit(max(n, n_masked), len(cols) + 1)
         return _continuous(ContinuousContext(original, masked, pairs, id_col, list(variables), list(key_vars), cols,
                                              (mo, mm), use_id, cell_rows, pld_cell_rows, tuple(u.name for u in units),
-                                             pairing == "paper"), units)
+                                             pairing == "paper", work if large else None), units)
 
 
 def _continuous(ctx: ContinuousContext, units: list) -> dict:

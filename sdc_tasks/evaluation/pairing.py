@@ -72,13 +72,19 @@ def _written(part: pd.DataFrame | None, path: Path) -> bool:
     return True
 
 
+def pairs_fit(records: int, columns: int) -> bool:
+    """Whether the workers keep a pairing of ``records`` records on ``columns`` columns (the id and the variables:
+    an id and two values a variable) within a quarter of their memory (``scheduling.workers_hold``)."""
+    return workers_hold(records * (2 * columns - 1) * PAIR_VALUE_BYTES)
+
+
 def pairs_home(work: Path, original: dd.DataFrame, columns: list[str], records: int) -> Path | None:
     """Where a pairing of ``records`` records on ``columns`` (the id and the variables) is held: in the workers'
-    memory (None) when they keep it within a quarter of their memory (``scheduling.workers_hold``; an id and
-    two values a variable) or when a column of the original is not numeric (a Parquet round trip may change the
-    type of text); otherwise a new directory in ``work`` for its Parquet files."""
+    memory (None) when it fits there (:func:`pairs_fit`) or when a column of the original is not numeric (a
+    Parquet round trip may change the type of text); otherwise a new directory in ``work`` for its Parquet
+    files."""
     numeric = all(pd.api.types.is_numeric_dtype(original._meta[c].dtype) for c in columns)
-    if not numeric or workers_hold(records * (2 * len(columns) - 1) * PAIR_VALUE_BYTES):
+    if not numeric or pairs_fit(records, len(columns)):
         return None
     return Path(tempfile.mkdtemp(prefix="pairs.", dir=work))
 

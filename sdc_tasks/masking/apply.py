@@ -14,6 +14,7 @@ stays in cluster memory between them. ``apply_step`` runs all three with a scrat
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Callable
 
 import dask
@@ -51,7 +52,9 @@ class StepContext:
     the declared order of ordinal categorical variables (``category_orders``: variable -> categories, or None
     for the sorted observed values), and the household id column with the household-level variables, which
     categorical methods mask once per household (``household``, ``household_variables``;
-    ``sdc_tasks.masking.households``) and record swapping swaps whole (``sdc_tasks.masking.swap_stage``)."""
+    ``sdc_tasks.masking.households``) and record swapping swaps whole (``sdc_tasks.masking.swap_stage``), and the
+    step's work directory (``work_dir``: kept until the step's output is written, reached by every worker), where
+    a mask stage keeps the files it reads back (the rank fold's)."""
 
     seed: int
     step: int
@@ -61,6 +64,7 @@ class StepContext:
     category_orders: dict = field(default_factory=dict)
     household: str | None = None
     household_variables: tuple[str, ...] = ()
+    work_dir: Path | None = None
 
 
 @dataclass
@@ -396,13 +400,15 @@ def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, An
     """A column kernel on each variable over the whole file or within each stratum, exact. Up to
     ``COLUMN_MAX_RECORDS`` records that a task's memory holds (COLUMN_BYTES), or without a ``fold`` (the kernel as
     a fold over rank-ordered partitions, ``sdc_tasks.masking.fold``), each column is gathered on one worker;
-    otherwise the fold runs, the same values with a few partitions per task. The result has the input's
-    partitions and row order."""
+    otherwise the fold runs, the same values with a few partitions per task, its files under ``ctx.work_dir``.
+    The result has the input's partitions and row order."""
     lengths = B.partition_lengths(ddf)
     records = sum(lengths)
     if fold is not None and records > 0 and not one_task_holds(records, COLUMN_MAX_RECORDS, COLUMN_BYTES):
+        if ctx.work_dir is None:
+            raise ValueError("the rank fold keeps its files in the step's work directory: StepContext.work_dir")
         return folded_records(ddf, lengths, variables, fold, params, ctx.seed, ctx.step, ctx.id_column, ctx.strata,
-                              TARGET_PARTITION_ROWS)
+                              TARGET_PARTITION_ROWS, Path(ctx.work_dir) / "fold")
     offsets = B.offsets_of(lengths)
     parts = ddf.to_delayed()
     keep = [ctx.id_column] + ([ctx.strata] if ctx.strata else [])

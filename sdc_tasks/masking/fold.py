@@ -5,14 +5,20 @@ Per variable:
 1. keys: each record's (stratum code, value, id, position), the order the whole-column kernel ranks a scope in
    (value, ties by id, then by input position, the stable sort's order), led by the stratum;
 2. an exact global sort on those keys: splitters from a deterministic sample of the keys, each record's
-   rank-ordered partition the number of splitters at or below its key, one Dask shuffle on that number with known
-   divisions, then a lexicographic sort within each partition (ties never pile into one partition: the
-   position makes every key distinct);
-3. the fold: a chain of tasks over the rank-ordered partitions in order, each taking the previous task's small
-   state (the stratum it ended in, that stratum's ranks done, the kernel's carry, O(window)) and emitting
-   (position, masked value) for its ranks; the random stream of a scope is keyed as the whole-column kernel's,
-   (seed, step, variable[, stratum]), and each chunk positions it at its first rank;
-4. a shuffle on each position's input partition back to the input's partitions and row order.
+   rank-ordered partition the number of splitters at or below its key; each input partition's keys go to a file
+   of the step's work directory with a batch per rank-ordered partition (``sdc_tasks.exchange_files``), one task
+   per input partition for every variable;
+3. the fold: a chain of tasks over the rank-ordered partitions in order, each reading its keys from those files
+   when it runs, sorting them lexicographically (ties never pile into one partition: the position makes every key
+   distinct), and taking the previous task's small state (the stratum it ended in, that stratum's ranks done, the
+   kernel's carry, O(window)); it writes (position, masked value) for its ranks to a file with a batch per input
+   partition; the random stream of a scope is keyed as the whole-column kernel's, (seed, step, variable[,
+   stratum]), and each chunk positions it at its first rank;
+4. each input partition reads its batch of every chunk's file and puts the values back at their positions.
+
+A chain's task thus holds one rank-ordered partition, and no task's result holds records beyond its own partition:
+a worker's memory does not grow with the file (a Dask shuffle would hand every rank-ordered partition to the
+workers at once, held until the chain reached it, and the settled values of every variable until the last).
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import dask
@@ -28,8 +35,9 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.blocking import offsets_of
+from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.randomness import rng_for
-from sdc_tasks.reserved import POS_COL, RANGE_COL, SCOPE_COL, VALUE_COL
+from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
 
 ColumnFold = Callable[[np.ndarray, np.ndarray, int, int, dict, np.random.Generator, Any],
                       tuple[np.ndarray, np.ndarray, Any]]
@@ -102,17 +110,26 @@ def _splitters(samples: list[pd.DataFrame], count: int, id_col: str, stratified:
     return sample.iloc[[k * len(sample) // count for k in range(1, count)]].reset_index(drop=True)
 
 
-def _with_range(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataFrame:
-    """``keys`` with each record's rank-ordered partition: the number of splitters at or below its key."""
+def _key_ranges(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
+    """Each key's rank-ordered partition: the number of splitters at or below it."""
     both = pd.concat([splitters, keys], ignore_index=True)
     is_key = np.r_[np.zeros(len(splitters), np.int64), np.ones(len(keys), np.int64)]
     order = _key_order(both, id_col, stratified, (is_key,))
     below = np.cumsum(order < len(splitters))
-    out = keys.copy()
-    out[RANGE_COL] = np.zeros(len(keys), np.int64)
+    out = np.zeros(len(keys), np.int64)
     mine = order >= len(splitters)
-    out.iloc[order[mine] - len(splitters), out.columns.get_loc(RANGE_COL)] = below[mine]
+    out[order[mine] - len(splitters)] = below[mine]
     return out
+
+
+def _keys_sent(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None, labels: list,
+               splitters: dict[str, pd.DataFrame], count: int, files: dict[str, Path]) -> int:
+    """Steps 1-2 for one input partition: each variable's sort keys written to its file ``files[var]``, a batch per
+    rank-ordered partition (exchange_files.write_batches); returns the partition's records."""
+    for var in variables:
+        keys = _sort_keys(part, offset, var, id_col, strata, labels)
+        write_batches(keys, _key_ranges(keys, splitters[var], id_col, strata is not None), count, files[var])
+    return len(part)
 
 
 def _rank_ordered(part: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataFrame:
@@ -122,11 +139,11 @@ def _rank_ordered(part: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataF
 
 
 def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes: np.ndarray, labels: list,
-                var: str, fold: ColumnFold, params: dict, seed: int, step: int, stratified: bool,
-                offsets: np.ndarray) -> tuple[pd.DataFrame, FoldState]:
+                var: str, fold: ColumnFold, params: dict, seed: int, step: int,
+                stratified: bool) -> tuple[pd.DataFrame, FoldState]:
     """The fold over one rank-ordered partition: each run of a scope's records goes through ``fold`` from the
-    rank the previous chunk stopped at; returns (position, masked value, input partition) of the records it
-    settles, and the state for the next chunk. ``sizes``/``labels``: the scopes from ``first_code`` on."""
+    rank the previous chunk stopped at; returns (position, masked value) of the records it settles, and the state
+    for the next chunk. ``sizes``/``labels``: the scopes from ``first_code`` on."""
     codes = ordered[SCOPE_COL].to_numpy()
     values = ordered[VALUE_COL].to_numpy()
     positions = ordered[POS_COL].to_numpy()
@@ -143,15 +160,22 @@ def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes:
         pos, val, carry = fold(values[a:b], positions[a:b], state.done, state.size, params, rng, state.carry)
         pieces.append(pd.DataFrame({POS_COL: pos, var: val}))
         state = FoldState(code, state.size, state.done + int(b - a), carry)
-    out = pd.concat(pieces, ignore_index=True) if pieces else _settled_meta(var).drop(columns=RANGE_COL)
-    out[RANGE_COL] = np.searchsorted(offsets, out[POS_COL].to_numpy(), side="right") - 1
+    out = pd.concat(pieces, ignore_index=True) if pieces else pd.DataFrame(
+        {POS_COL: pd.Series(dtype="int64"), var: pd.Series(dtype="float64")})
     return out, state
 
 
-def _settled_meta(var: str) -> pd.DataFrame:
-    """Empty frame of what the fold settles: position, masked value, input partition."""
-    return pd.DataFrame({POS_COL: pd.Series(dtype="int64"), var: pd.Series(dtype="float64"),
-                         RANGE_COL: pd.Series(dtype="int64")})
+def _chunk_folded(sent: list[int], files: list[Path], j: int, state: FoldState, first_code: int, sizes: np.ndarray,
+                  labels: list, var: str, id_col: str, fold: ColumnFold, params: dict, seed: int, step: int,
+                  stratified: bool, offsets: np.ndarray, settled: Path) -> FoldState:
+    """Step 3 for rank-ordered partition ``j`` of ``var``: its keys read from the input partitions' ``files``
+    (``sent``: the records their tasks wrote, every one done) and folded from ``state`` (:func:`_fold_chunk`);
+    what it settles written to ``settled``, a batch per input partition. Returns the state for the next chunk."""
+    ordered = _rank_ordered(read_batches(files, j), id_col, stratified)
+    out, state = _fold_chunk(ordered, state, first_code, sizes, labels, var, fold, params, seed, step, stratified)
+    write_batches(out, np.searchsorted(offsets, out[POS_COL].to_numpy(), side="right") - 1, len(offsets) - 1,
+                  settled)
+    return state
 
 
 def _code_bounds(splitters: pd.DataFrame, scopes: int) -> list[tuple[int, int]]:
@@ -160,33 +184,14 @@ def _code_bounds(splitters: pd.DataFrame, scopes: int) -> list[tuple[int, int]]:
     return list(zip([0, *cut], [*cut, scopes - 1]))
 
 
-def _folded_column(keys: list, samples: list[pd.DataFrame], key_meta: pd.DataFrame, count: int, scopes: Scopes,
-                   var: str, id_col: str, fold: ColumnFold, params: dict, seed: int, step: int, stratified: bool,
-                   offsets: np.ndarray) -> list:
-    """Delayed frames of (position, masked value) of one variable, one per input partition (rows in any order)."""
-    splitters = _splitters(samples, count, id_col, stratified)
-    ranged = [dask.delayed(_with_range)(k, splitters, id_col, stratified) for k in keys]
-    meta = _with_range(key_meta, splitters.iloc[:0], id_col, stratified)
-    shuffled = dd.from_delayed(ranged, meta=meta, verify_meta=False).set_index(
-        RANGE_COL, divisions=list(range(count)) + [count - 1])
-    state: Any = FoldState()
-    settled = []
-    for part, (lo, hi) in zip(shuffled.to_delayed(), _code_bounds(splitters, len(scopes.labels))):
-        ordered = dask.delayed(_rank_ordered)(part, id_col, stratified)
-        out, state = dask.delayed(_fold_chunk, nout=2)(ordered, state, lo, scopes.sizes[lo:hi + 1],
-                                                       scopes.labels[lo:hi + 1], var, fold, params, seed, step,
-                                                       stratified, offsets)
-        settled.append(out)
-    parts = len(offsets) - 1
-    back = dd.from_delayed(settled, meta=_settled_meta(var), verify_meta=False).set_index(
-        RANGE_COL, divisions=list(range(parts)) + [parts - 1])
-    return back.to_delayed()
-
-
-def _columns_at(offset: int, n: int, pieces: list[pd.DataFrame], variables: list[str]) -> pd.DataFrame:
-    """_pos for rows offset..offset+n-1 and each variable's masked values from its piece, put at their positions."""
+def _columns_at(offset: int, n: int, i: int, settled: dict[str, list[Path]], done: list[FoldState],
+                variables: list[str]) -> pd.DataFrame:
+    """Step 4 for input partition ``i`` (rows offset..offset+n-1): _pos and each variable's masked values, read from
+    batch ``i`` of its chunks' ``settled`` files (``done``: the last state of each variable's fold, every chunk
+    written) and put at their positions."""
     out = pd.DataFrame({POS_COL: np.arange(offset, offset + n, dtype=np.int64)})
-    for var, piece in zip(variables, pieces):
+    for var in variables:
+        piece = read_batches(settled[var], i)
         rows = piece[POS_COL].to_numpy() - offset
         if len(rows) != n or not np.array_equal(np.bincount(rows, minlength=n), np.ones(n, np.int64)):
             raise RuntimeError(f"rank fold of {var!r}: a partition of {n} records got {len(rows)} masked records")
@@ -197,23 +202,39 @@ def _columns_at(offset: int, n: int, pieces: list[pd.DataFrame], variables: list
 
 
 def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], fold: ColumnFold, params: dict,
-                   seed: int, step: int, id_col: str, strata: str | None, target_rows: int) -> dd.DataFrame:
+                   seed: int, step: int, id_col: str, strata: str | None, target_rows: int,
+                   work: Path) -> dd.DataFrame:
     """A window kernel (``fold``) on each variable over the whole file or within each stratum, as a fold over
-    rank-ordered partitions of about ``target_rows`` records (at least as many as the input has); the result
-    has the input's partitions and row order, _pos and the masked variables."""
+    rank-ordered partitions of about ``target_rows`` records (at least as many as the input has), its files in the
+    directory ``work`` (every worker reaches it; keep it until the result is written); the result has the input's
+    partitions and row order, _pos and the masked variables."""
     offsets = offsets_of(lengths)
     total = int(offsets[-1])
     scopes = scopes_of(ddf, strata, total)
     count = max(len(lengths), math.ceil(total / target_rows))
     stride = max(1, total // (SAMPLES_PER_PARTITION * count))
+    stratified = strata is not None
     parts = ddf.to_delayed()
-    keys = {var: [dask.delayed(_sort_keys)(part, int(offsets[i]), var, id_col, strata, scopes.labels)
-                  for i, part in enumerate(parts)] for var in variables}
-    samples = dask.compute({var: [dask.delayed(_key_sample)(k, stride) for k in keys[var]] for var in variables})[0]
-    columns = [_folded_column(keys[var], samples[var], _sort_keys(ddf._meta, 0, var, id_col, strata, scopes.labels),
-                              count, scopes, var, id_col, fold, params, seed, step, strata is not None, offsets)
-               for var in variables]
-    pieces = [dask.delayed(_columns_at)(int(offsets[i]), lengths[i], [c[i] for c in columns], variables)
+    samples = dask.compute({var: [dask.delayed(_key_sample)(dask.delayed(_sort_keys)(part, int(offsets[i]), var,
+                                                                                      id_col, strata, scopes.labels),
+                                                            stride)
+                                  for i, part in enumerate(parts)] for var in variables})[0]
+    splitters = {var: _splitters(samples[var], count, id_col, stratified) for var in variables}
+    work.mkdir(parents=True, exist_ok=True)
+    keys = {var: [work / f"keys-{k:03d}-{i:05d}.arrow" for i in range(len(parts))] for k, var in enumerate(variables)}
+    sent = [dask.delayed(_keys_sent)(part, int(offsets[i]), variables, id_col, strata, scopes.labels, splitters,
+                                     count, {var: keys[var][i] for var in variables})
+            for i, part in enumerate(parts)]
+    settled, done = {}, []
+    for k, var in enumerate(variables):
+        settled[var] = [work / f"settled-{k:03d}-{j:05d}.arrow" for j in range(count)]
+        state: Any = FoldState()
+        for j, (lo, hi) in enumerate(_code_bounds(splitters[var], len(scopes.labels))):
+            state = dask.delayed(_chunk_folded)(sent, keys[var], j, state, lo, scopes.sizes[lo:hi + 1],
+                                                scopes.labels[lo:hi + 1], var, id_col, fold, params, seed, step,
+                                                stratified, offsets, settled[var][j])
+        done.append(state)
+    pieces = [dask.delayed(_columns_at)(int(offsets[i]), lengths[i], i, settled, done, variables)
               for i in range(len(lengths))]
     meta = pd.DataFrame({POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype="float64") for v in variables}})
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)

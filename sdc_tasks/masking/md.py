@@ -13,10 +13,10 @@ Sources:
 Tie rule (as in ``mdav``): equal squared distances are resolved to the lowest row index of the block; the most
 distant pair is the first in (row, row) order, so the grouping is a deterministic function of the row order.
 
-Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the questions are answered by a k-d tree that follows the
-removals and the most distant pair from upper bounds kept in a heap, refreshed cheaply before a tree search makes
-one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 10x-25x fewer CPU
-seconds on 12,000-record blocks of 3-4 attributes and about 6x on 13.
+Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the questions are answered by a k-d tree that
+follows the removals and the most distant pair from upper bounds kept in a heap, refreshed cheaply before a tree
+search makes one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py),
+10x-25x fewer CPU seconds on 12,000-record blocks of 3-4 attributes and about 6x on 13.
 """
 
 from __future__ import annotations

@@ -5,7 +5,8 @@ block and mask stages of that shape, then the restore stage."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import shutil
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -76,6 +77,23 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
                             _record_context(row, source, variables, params, ctx))
 
 
+MASKED_VALUES = "masked-values"
+"""The directory of a step's work directory where its mask stage writes positions and masked values."""
+MASK_SCRATCH = "mask-scratch"
+"""The directory of a step's work directory holding the mask stage's own files (the rank fold's), removed once the
+masked values are written."""
+
+
+def masked_values_written(method: str, source: dd.DataFrame, variables: list[str], params: dict[str, Any],
+                          ctx: A.StepContext, work_dir: Path) -> Path:
+    """Run the mask stage of a step (:func:`mask_for`) and write its positions and masked values to MASKED_VALUES
+    in the step's ``work_dir``, its own files kept in MASK_SCRATCH until then; returns the written directory."""
+    out, scratch = work_dir / MASKED_VALUES, work_dir / MASK_SCRATCH
+    write_parquet(mask_for(method, source, variables, params, replace(ctx, work_dir=scratch)), out)
+    shutil.rmtree(scratch, ignore_errors=True)
+    return out
+
+
 @dataclass
 class Applied(A.Staged):
     """A step's restored output (``apply.Staged``) and, for a post-masking or record swapping method, what it
@@ -115,7 +133,6 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
         staged = block_for(method, ddf, variables, params, ctx)
         write_parquet(staged.frame, root / "blocks")
         source, blocks = read_table(root / "blocks", "parquet"), staged.blocks
-    write_parquet(mask_for(method, source, variables, params, ctx), root / "masked-values")
-    restored = A.restore_order(ddf, read_table(root / "masked-values", "parquet"), variables)
-    return Applied(restored.frame, blocks, (*restored.pinned, scratch),
-                   outcome_for(method, params, root / "masked-values"))
+    masked = masked_values_written(method, source, variables, params, ctx, root)
+    restored = A.restore_order(ddf, read_table(masked, "parquet"), variables)
+    return Applied(restored.frame, blocks, (*restored.pinned, scratch), outcome_for(method, params, masked))

@@ -19,7 +19,7 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import apply_step, block_for, mask_for, outcome_for
+from sdc_tasks.masking.methods import MASKED_VALUES, apply_step, block_for, masked_values_written, outcome_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
@@ -120,7 +120,8 @@ def _step_args(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> tuple[str, lis
     homes = spec.households
     ctx = StepContext(seed=spec.seed, step=i, id_column=spec.id_column, strata=spec.variables.strata,
                       reference=reference, category_orders=dict(spec.variables.ordinal),
-                      household=homes.id if homes else None, household_variables=tuple(homes.variables if homes else ()))
+                      household=homes.id if homes else None,
+                      household_variables=tuple(homes.variables if homes else ()))
     return step.method, spec.step_variables(i), step.params, ctx
 
 
@@ -146,8 +147,7 @@ def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
     frame = read_table(paths.work(i) / "blocks", "parquet") if blocked else source
-    write_parquet(mask_for(method, frame, variables, params, ctx), paths.work(i) / "masked-values")
-    outcome = outcome_for(method, params, paths.work(i) / "masked-values")
+    outcome = outcome_for(method, params, masked_values_written(method, frame, variables, params, ctx, paths.work(i)))
     return {"blocks": None if blocked else scope_count(source, ctx),
             "outcome": None if outcome is None else outcome.as_dict()}
 
@@ -158,7 +158,7 @@ def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     variables = spec.step_variables(i)
     last = i == len(spec.steps) - 1
     target = paths.output(i, last=last)
-    masked = read_table(paths.work(i) / "masked-values", "parquet")
+    masked = read_table(paths.work(i) / MASKED_VALUES, "parquet")
     staged = restore_order(step_source(spec, i, paths), masked, variables)
     hidden = unpublished(spec) if last else []
     write_parquet(staged.frame.drop(columns=hidden) if hidden else staged.frame, target)
