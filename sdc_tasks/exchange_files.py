@@ -10,13 +10,13 @@ directory of the run that every worker reaches (a step's work directory).
 
 from __future__ import annotations
 
-import os
-import uuid
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+
+from sdc_tasks.outputs import replaced_whole
 
 
 def write_batches(frame: pd.DataFrame, destinations: np.ndarray, count: int, path: Path) -> int:
@@ -26,11 +26,10 @@ def write_batches(frame: pd.DataFrame, destinations: np.ndarray, count: int, pat
     order = np.argsort(destinations, kind="stable")
     bounds = np.searchsorted(destinations[order], np.arange(count + 1))
     batch = pa.RecordBatch.from_pandas(frame.iloc[order], preserve_index=False)
-    partial = path.with_name(f".{path.name}.{os.getpid()}.{uuid.uuid4().hex}")
-    with pa.OSFile(str(partial), "wb") as sink, pa.ipc.new_file(sink, batch.schema) as writer:
+    with replaced_whole(path) as partial, pa.OSFile(str(partial), "wb") as sink, \
+            pa.ipc.new_file(sink, batch.schema) as writer:
         for j in range(count):
             writer.write_batch(batch.slice(bounds[j], bounds[j + 1] - bounds[j]))
-    os.replace(partial, path)
     return len(frame)
 
 

@@ -453,6 +453,19 @@ def remove_stale_scratch() -> None:
 
 
 @contextlib.contextmanager
+def replaced_whole(path: PathLike) -> Iterator[Path]:
+    """A partial file beside ``path`` for the block to write, renamed to ``path`` when the block ends (removed when
+    it fails): a task that is run again, after its worker died, replaces its file whole and never leaves half of
+    one for another task to read."""
+    partial = Path(path).with_name(f".{Path(path).name}.{os.getpid()}.{uuid.uuid4().hex}")
+    try:
+        yield partial
+        os.replace(partial, path)
+    finally:
+        partial.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
 def scratch_area(kind: str, parent: PathLike | None = None) -> Iterator[Path]:
     """A new private directory for the scratch files of a block, removed after it: inside ``parent`` (a directory
     the run owns, such as a release's work directory, which the workers of a cluster reach) or, when None, a

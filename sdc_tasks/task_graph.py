@@ -16,10 +16,9 @@ a ready task as soon as a thread is free: the pieces of all cells would otherwis
 
 from __future__ import annotations
 
+import itertools
 import operator
-import os
 import pickle
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
@@ -28,6 +27,8 @@ from dask._task_spec import List, Task, TaskRef
 from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
+
+from sdc_tasks.outputs import replaced_whole
 
 
 def _node(arg: Any) -> Any:
@@ -77,16 +78,11 @@ def _stored_call(func: Callable, path: str, *args: Any) -> Stored | StoredTuple:
     """``func`` on the loaded ``args``, its result written to the file ``path`` (atomically: a retried task
     replaces it whole); returns where it lies."""
     result = func(*_loaded(args))
-    blobs = [pickle.dumps(r, protocol=5) for r in result] if isinstance(result, tuple) else \
-        [pickle.dumps(result, protocol=5)]
-    partial = f"{path}.{os.getpid()}.{uuid.uuid4().hex}"
-    with open(partial, "wb") as f:
+    blobs = [pickle.dumps(r, protocol=5) for r in (result if isinstance(result, tuple) else (result,))]
+    with replaced_whole(path) as partial, open(partial, "wb") as f:
         for blob in blobs:
             f.write(blob)
-    os.replace(partial, path)
-    ends = [0]
-    for blob in blobs:
-        ends.append(ends[-1] + len(blob))
+    ends = [0, *itertools.accumulate(len(blob) for blob in blobs)]
     pieces = tuple(Stored(path, a, b) for a, b in zip(ends[:-1], ends[1:]))
     return StoredTuple(pieces) if isinstance(result, tuple) else pieces[0]
 
