@@ -113,26 +113,26 @@ def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
 def _query_points(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray,
                   scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The standardized masked key values of a group of paired partitions and each record's distance to its own
-    original."""
+    original: all the two routing passes of :func:`linkage_graph` read, so the partitions (every paired column) are
+    read once and released before any cell is counted."""
     own = _standardized(parts, keys, center, scale)
     q = _standardized(parts, [k + MASKED_SUFFIX for k in keys], center, scale)
     return q, exact_distances(q, own)
 
 
-def _route_home(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray, scale: np.ndarray,
-                tree: SplitTree, n_cells: int) -> tuple:
-    """First pass: every row of a group of paired partitions to the cell holding its masked record, as (rows,
-    masked key values, distance to its own original) per cell."""
-    q, d_own = _query_points(parts, keys, center, scale)
+def _route_home(queries: tuple[np.ndarray, np.ndarray], tree: SplitTree, n_cells: int) -> tuple:
+    """First pass: every row of a group of paired partitions (its :func:`_query_points`) to the cell holding its
+    masked record, as (rows, masked key values, distance to its own original) per cell."""
+    q, d_own = queries
     return _by_cell(tree.leaves_of(q), n_cells, np.arange(len(q)), q, d_own)
 
 
-def _route_rest(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray, scale: np.ndarray,
-                tree: SplitTree, n_cells: int, home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
+def _route_rest(queries: tuple[np.ndarray, np.ndarray], tree: SplitTree, n_cells: int,
+                home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
     """Second pass: the rows still undecided after their home cell (fewer than two originals strictly nearer
     there: with two, the record is neither linked nor linked to 2nd nearest wherever the others lie) to every
     other cell their search ball meets, per cell as in :func:`_route_home`."""
-    q, d_own = _query_points(parts, keys, center, scale)
+    q, d_own = queries
     closer = np.zeros(len(q), dtype=np.int64)
     for rows, c, _ in home:
         closer[rows] = c
@@ -203,14 +203,14 @@ def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_
     g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties,
                   files=files)
     tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
-    args = (keys, center, scale, tree, n_cells)
     groups = chunked([g.input(p) for p in pair_parts], sum(pair_sizes))
     group_sizes = [sum(sizes) for sizes in chunked(list(pair_sizes), sum(pair_sizes))]
-    home = [g.task("home", (i,), _route_home, p, *args) for i, p in enumerate(groups)]
+    queries = [g.task("queries", (i,), _query_points, p, keys, center, scale) for i, p in enumerate(groups)]
+    home = [g.task("home", (i,), _route_home, qp, tree, n_cells) for i, qp in enumerate(queries)]
     home_counts = [g.task("home-counts", (c,), _cell_counts, cells[c], [g.item(h, c) for h in home])
                    for c in range(n_cells)]
-    rest = [g.task("rest", (i,), _route_rest, p, *args, [g.item(hc, i) for hc in home_counts])
-            for i, p in enumerate(groups)]
+    rest = [g.task("rest", (i,), _route_rest, qp, tree, n_cells, [g.item(hc, i) for hc in home_counts])
+            for i, qp in enumerate(queries)]
     rest_counts = [g.task("rest-counts", (c,), _cell_counts, cells[c], [g.item(r, c) for r in rest])
                    for c in range(n_cells)]
     credits = [g.task("credit", (i,), _group_credit, size,
