@@ -75,9 +75,13 @@ def _loaded(arg: Any) -> Any:
 
 
 def _stored_call(func: Callable, path: str, *args: Any) -> Stored | StoredTuple:
-    """``func`` on the loaded ``args``, its result written to the file ``path`` (atomically: a retried task
-    replaces it whole); returns where it lies."""
-    result = func(*_loaded(args))
+    """``func`` on the loaded ``args``, its result written to the file ``path``; returns where it lies."""
+    return stored(func(*_loaded(args)), path)
+
+
+def stored(result: Any, path: str) -> Stored | StoredTuple:
+    """Where ``result`` lies once written to the file ``path`` (atomically: a retried task replaces it whole), each
+    element of a tuple on its own."""
     blobs = [pickle.dumps(r, protocol=5) for r in (result if isinstance(result, tuple) else (result,))]
     with replaced_whole(path) as partial, open(partial, "wb") as f:
         for blob in blobs:

@@ -69,11 +69,15 @@ def test_linear_quantiles_are_numpys_bit_for_bit():
         assert np.array_equal(linear_quantiles(SortedValues(values), qs).view(np.int64), expected.view(np.int64))
 
 
+@pytest.mark.parametrize("written", [False, True])
 @pytest.mark.parametrize("parts", [1, 5, 37])
-def test_sorted_column_is_the_global_order(sync_dask, tied, parts):
+def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_path):
     """The sorted partitions read in order are the whole column sorted by (value, id); the offsets and the last
-    occurrence of each partition's last value are those of the whole column."""
-    sc = sorted_column(keyed_frame(_uneven(tied, parts), "a", "rid"))
+    occurrence of each partition's last value are those of the whole column; persisted or written to files (a file
+    per partition, read back by the tasks)."""
+    files = tmp_path / "sorts" if written else None
+    sc = sorted_column(keyed_frame(_uneven(tied, parts), "a", "rid"), files)
+    assert not written or len(list(files.iterdir())) == parts
     got = pd.concat(dask.compute(*sc.parts), ignore_index=True)
     order = np.lexsort((tied["rid"].to_numpy(), tied["a"].to_numpy()))
     assert np.array_equal(got[KEY].to_numpy(), tied["a"].to_numpy()[order])
@@ -231,8 +235,8 @@ def _written_pairs(monkeypatch) -> list:
 def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeypatch, tmp_path, zipped):
     """Pairs larger than the workers keep in memory are written as Parquet and read back by each pass: every
     metric and profile figure as with the pairs persisted, whether the partitions were zipped (same ids in the same
-    order) or joined on the id; the linkage graphs keep their tasks' results in files; the scratch files are gone
-    after the evaluation."""
+    order) or joined on the id; the linkage graphs keep their tasks' results in files and the order-based measures
+    their sorted columns; the scratch files are gone after the evaluation."""
     original, masked = _files(tied)
     if zipped:
         masked = masked.iloc[::-1].reset_index(drop=True)
@@ -244,6 +248,9 @@ def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeyp
     graphs = []
     monkeypatch.setattr(linkage, "TaskGraph", lambda *a, files, _t=linkage.TaskGraph: graphs.append(files) or
                         _t(*a, files=files))
+    sorts = []
+    monkeypatch.setattr(order_measures, "sorted_column", lambda frame, files=None, _s=order_measures.sorted_column:
+                        sorts.append(files) or _s(frame, files))
     work = tmp_path / "work"
     got = continuous_measures(frames[0](), frames[1](), *args, profile=True, work_dir=work)
     if zipped:
@@ -255,6 +262,8 @@ def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeyp
     assert len(written) == 1 and len(written[0]) >= 1  # one pairing, written
     assert len(written[0]) == 11 or not zipped  # zipped: a file per partition
     assert len(graphs) == 4 and all(f is not None and f.parent.parent == work for f in graphs)  # DLD_1..3, PLD
+    assert len(sorts) == 3 * 2  # sorts a and b of each variable, in files
+    assert all(f is not None and f.parent.parent.parent == work for f in sorts)
     assert list(work.iterdir()) == []
     assert {"IL", "PIL", "DLD", "PLD", "ID", PROFILES_KEY} <= set(persisted)
 

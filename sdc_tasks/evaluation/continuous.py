@@ -46,7 +46,7 @@ class ContinuousContext:
     records' nearest originals' (``nearest_ids``, pairing "paper": an original may then be paired several times
     and another not at all, so the pairs never stand for the original file) and, for a file larger than the
     workers keep in memory, a directory for intermediate results (``spill``: the linkage graphs keep their tasks'
-    results there; None: in the workers' memory)."""
+    results there and the order-based measures their sorted columns; None: in the workers' memory)."""
 
     original: dd.DataFrame
     masked: dd.DataFrame
@@ -121,7 +121,7 @@ class ContinuousContext:
                            quantiles="pil" in self.families,
                            hits=self.by_id and ("id" in self.families or self.profiled), figures=self.profiled)
         return order_measures(self.pairs, None if self.whole else (self.original, self.masked), self.id_col,
-                              self.variables, self.original_sd, max(self.n, self.n_masked), asked)
+                              self.variables, self.original_sd, max(self.n, self.n_masked), asked, self.spill)
 
 
 # ---------------------------------------------------------------- il

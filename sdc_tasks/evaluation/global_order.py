@@ -10,21 +10,25 @@ each output partition is then sorted locally. With as many samples per partition
 (MIN_SAMPLES to MAX_SAMPLES), no output partition holds much more than twice an input partition.
 
 The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a few
-of them do not each carry the whole collection's graph) and their lengths, first and last values fetched, so that
-a record's global position is its partition's offset plus its local position: the driver then knows which
-partition holds any global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the
-partitions they need.
+of them do not each carry the whole collection's graph), or, for a file larger than the workers keep in memory,
+written to files that the tasks reading a partition load (:func:`sdc_tasks.task_graph.stored`), and their
+lengths, first and last values fetched, so that a record's global position is its partition's offset plus its local
+position: the driver then knows which partition holds any global position, and the order statistics
+(:mod:`sdc_tasks.stats.order`) read only the partitions they need.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 from dask.utils import get_default_shuffle_method
+
+from sdc_tasks.task_graph import Stored, stored
 
 KEY, ID, BUCKET = "key", "id", "bucket"
 """Column names of the frames :func:`sorted_column` sorts: the value (float64), the record id, the output
@@ -188,9 +192,18 @@ def _shuffle_method() -> str:
     return "tasks" if method == "disk" else method
 
 
-def sorted_column(frame: dd.DataFrame) -> SortedColumn:
+def _stored_sorted(part: pd.DataFrame, path: str) -> tuple[Stored, tuple[int, float, float, int]]:
+    """One output partition sorted by (KEY, ID) and written to the file ``path``: where it lies and its
+    :func:`_ends`."""
+    part = _locally_sorted(part)
+    return stored(part, path), _ends(part)
+
+
+def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColumn:
     """``frame`` (KEY, ID and carried columns; :func:`keyed_frame`) sorted by (KEY, ID) across as many
-    partitions as it has, persisted (see the module docstring for the algorithm)."""
+    partitions as it has, persisted, or with ``files`` (a directory every worker reaches, kept while the column is
+    read) written there, a file per partition, and read back by each task that needs it (see the module docstring
+    for the algorithm)."""
     pieces = frame.to_delayed()
     count = len(pieces)
     size = min(max(count, MIN_SAMPLES), MAX_SAMPLES)
@@ -200,8 +213,15 @@ def sorted_column(frame: dd.DataFrame) -> SortedColumn:
     bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
     shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
                                   shuffle_method=_shuffle_method())
-    parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
-    ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
+    if files is None:
+        parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
+        ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
+    else:
+        files.mkdir(parents=True, exist_ok=True)
+        written = dask.compute(*[dask.delayed(_stored_sorted)(p, str(files / str(k)))
+                                 for k, p in enumerate(shuffled.to_delayed())])
+        parts = [dask.delayed(Stored.load, pure=True)(where) for where, _ in written]
+        ends = [e for _, e in written]
     kept = [k for k, e in enumerate(ends) if e[0]]
     lengths = np.array([ends[k][0] for k in kept], dtype=np.int64)
     return SortedColumn([parts[k] for k in kept], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),

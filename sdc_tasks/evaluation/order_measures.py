@@ -17,7 +17,9 @@ by W, fall in (halos of any width, across as many partitions as W spans).
 from __future__ import annotations
 
 import operator
+from contextlib import nullcontext
 from dataclasses import dataclass
+from pathlib import Path
 
 import dask
 import dask.dataframe as dd
@@ -30,6 +32,7 @@ from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
+from sdc_tasks.outputs import scratch_area
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.scheduling import one_task_holds, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
@@ -77,13 +80,20 @@ def _swapped(part: pd.DataFrame, start: int) -> pd.DataFrame:
                          RANK: start + np.arange(1, len(part) + 1, dtype=np.int64)})
 
 
-def paired_orders(pairs: dd.DataFrame, id_col: str, var: str) -> tuple[SortedColumn, SortedColumn]:
+def _within(files: Path | None, name: str) -> Path | None:
+    """The directory ``name`` inside ``files`` (None: the sorted data is persisted in memory)."""
+    return None if files is None else files / name
+
+
+def paired_orders(pairs: dd.DataFrame, id_col: str, var: str,
+                  files: Path | None = None) -> tuple[SortedColumn, SortedColumn]:
     """Sort A (original values, carrying the masked ones) and sort B (masked values, carrying the original values
-    and their ranks) of one variable's paired records."""
+    and their ranks) of one variable's paired records (``files``: where their partitions are written instead of
+    being persisted, :func:`~sdc_tasks.evaluation.global_order.sorted_column`)."""
     frame = keyed_frame(pairs, var, id_col, {var + MASKED_SUFFIX: OTHER})
-    a = sorted_column(frame)
+    a = sorted_column(frame, _within(files, "a"))
     parts = [dask.delayed(_swapped)(p, int(a.offsets[k])) for k, p in enumerate(a.parts)]
-    b = sorted_column(dd.from_delayed(parts, meta=_swapped(frame._meta, 0), verify_meta=False))
+    b = sorted_column(dd.from_delayed(parts, meta=_swapped(frame._meta, 0), verify_meta=False), _within(files, "b"))
     return a, b
 
 
@@ -175,13 +185,21 @@ class OrderAsked:
 
 
 def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
-                            var: str, sd: float, asked: OrderAsked) -> OrderMeasures:
+                            var: str, sd: float, asked: OrderAsked, spill: Path | None = None) -> OrderMeasures:
     """One variable's :class:`OrderMeasures`, out of core: ranks, hits and the figures from the records paired by
     id (``pairs``), the quantile terms from the original and masked files (``files``; None when the pairs hold
-    every record of both). The sorted data is held (persisted) only while this variable is measured."""
+    every record of both). The sorted data is held (persisted) only while this variable is measured, or with
+    ``spill`` (a directory every worker reaches) written to a scratch directory in it, removed after."""
+    with nullcontext() if spill is None else scratch_area("order", spill) as sorts:
+        return _variable_order_measures(pairs, files, id_col, var, sd, asked, sorts)
+
+
+def _variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
+                             var: str, sd: float, asked: OrderAsked, sorts: Path | None) -> OrderMeasures:
+    """:func:`variable_order_measures` with the sorted partitions written to ``sorts`` (None: persisted)."""
     terms, figures, done = None, None, {}
     if asked.ranks or asked.hits or asked.figures or (asked.quantiles and files is None):
-        a, b = paired_orders(pairs, id_col, var)
+        a, b = paired_orders(pairs, id_col, var, sorts)
         if asked.figures:
             figures = order_figures(a, b)
         if asked.quantiles and files is None:
@@ -194,7 +212,8 @@ def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.D
             graphs["sdid"] = dask.delayed(sum)([dask.delayed(_part_sdid_hits)(p, var, sd) for p in pairs.to_delayed()])
         done = dask.compute(graphs)[0]
     if asked.quantiles and files is not None:
-        terms = quantile_pil(*(sorted_column(keyed_frame(f, var, id_col)) for f in files))
+        terms = quantile_pil(*(sorted_column(keyed_frame(f, var, id_col), _within(sorts, name))
+                               for f, name in zip(files, ("original", "masked"))))
     return OrderMeasures(done.get("ranks"), terms, np.append(done["windows"], done["sdid"]) if asked.hits else None,
                          figures)
 
@@ -223,12 +242,13 @@ def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, l
 
 
 def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame] | None, id_col: str,
-                   variables: list[str], sd: dict[str, float], records: int, asked: OrderAsked) -> dict:
+                   variables: list[str], sd: dict[str, float], records: int, asked: OrderAsked,
+                   spill: Path | None = None) -> dict:
     """{variable: :class:`OrderMeasures`} of the paired records (``files``: the original and masked files, None
     when the pairs hold every record of both; ``sd``: each variable's original sd, for SDID): for files of at most
     GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, as many
     at once as the scheduler runs tasks, so that a worker holds one variable's columns at a time), else each
-    sorted across the partitions, one variable at a time."""
+    sorted across the partitions, one variable at a time (``spill``: see :func:`variable_order_measures`)."""
     if gathers(records):
         tasks = [dask.delayed(_gathered_measures)(
             pairs[[id_col, v, v + MASKED_SUFFIX]].to_delayed(),
@@ -237,4 +257,4 @@ def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame]
         at_once = parallel_tasks()
         done = [m for i in range(0, len(tasks), at_once) for m in dask.compute(*tasks[i:i + at_once])]
         return dict(zip(variables, done))
-    return {v: variable_order_measures(pairs, files, id_col, v, sd[v], asked) for v in variables}
+    return {v: variable_order_measures(pairs, files, id_col, v, sd[v], asked, spill) for v in variables}
