@@ -100,13 +100,25 @@ def _reference(df: pd.DataFrame, var: str) -> tuple:
     return errors, terms, hits
 
 
+@pytest.fixture(params=[False, True], ids=["persisted", "files"])
+def spill(request, tmp_path):
+    """None (the sorted columns persisted), or a directory the sorts exchange and keep their partitions in
+    (exchange_files, task_graph.stored), checked empty after the test."""
+    if not request.param:
+        yield None
+        return
+    yield tmp_path
+    assert list(tmp_path.iterdir()) == []
+
+
 @pytest.mark.parametrize(("var", "parts"), [("a", 1), ("a", 37), ("b", 4), ("b", 37), ("c", 37)])
-def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, var):
-    """Rank errors and hits exactly, quantile terms bit for bit, whatever the partitioning."""
+def test_order_measures_equal_the_whole_column_kernels(sync_dask, tied, parts, var, spill):
+    """Rank errors and hits exactly, quantile terms bit for bit, whatever the partitioning, with the sorted
+    columns persisted or exchanged and kept in files."""
     errors, terms, hits = _reference(tied, var)
     pairs = _uneven(tied, parts)
     got = variable_order_measures(pairs, None, "rid", var, float(tied[var].to_numpy().std()),
-                                  OrderAsked(True, True, True))
+                                  OrderAsked(True, True, True), spill)
     assert got.rank_errors == errors
     assert np.array_equal(got.quantile_terms[0].view(np.int64), terms[0].view(np.int64))
     assert got.quantile_terms[1] == terms[1]
@@ -123,22 +135,22 @@ def test_window_tasks_that_read_few_partitions_count_the_same_hits(sync_dask, ti
     assert np.array_equal(got.hits, hits)
 
 
-def test_text_ids_break_ties_as_the_kernels_do(sync_dask, tied):
+def test_text_ids_break_ties_as_the_kernels_do(sync_dask, tied, spill):
     """Ids of text: ties are broken in the ids' own order, as the whole-column ranks do."""
     tied = tied.assign(rid=[f"r{(i * 7) % 9973:05d}" for i in tied["rid"]])
     errors, terms, hits = _reference(tied, "a")
     got = variable_order_measures(_uneven(tied, 23), None, "rid", "a", float(tied["a"].to_numpy().std()),
-                                  OrderAsked(True, True, True))
+                                  OrderAsked(True, True, True), spill)
     assert got.rank_errors == errors and np.array_equal(got.hits, hits)
     assert np.array_equal(got.quantile_terms[0], terms[0])
 
 
-def test_quantile_terms_from_the_files(sync_dask, tied):
+def test_quantile_terms_from_the_files(sync_dask, tied, spill):
     """With the files read apart (the masked file a subset of the original), the terms are those of the two
     files' sorted columns."""
     masked = tied.sample(frac=0.6, random_state=2).rename(columns={"c": "x", "c" + MASKED_SUFFIX: "c"})
     files = (_uneven(tied, 37), _uneven(masked.reset_index(drop=True), 11, seed=4))
-    got = variable_order_measures(files[0], files, "rid", "c", 1.0, OrderAsked(quantiles=True))
+    got = variable_order_measures(files[0], files, "rid", "c", 1.0, OrderAsked(quantiles=True), spill)
     expected = quantile_pil(np.sort(tied["c"].to_numpy()), np.sort(masked["c"].to_numpy()))
     assert np.array_equal(got.quantile_terms[0], expected[0]) and got.quantile_terms[1] == expected[1]
     assert got.rank_errors is None and got.hits is None
@@ -177,15 +189,15 @@ def test_nearest_pairing_out_of_core_equals_gathered(sync_dask, tied, monkeypatc
     assert continuous_measures(_uneven(original, 37), _uneven(masked, 9), *args) == gathered
 
 
-def test_distributed_shuffle_gives_the_same_order(tied):
-    """On a distributed cluster (peer-to-peer shuffle) the measures are those of the synchronous run."""
+def test_distributed_shuffle_gives_the_same_order(tied, spill):
+    """On a distributed cluster (peer-to-peer shuffle, or files) the measures are those of the synchronous run."""
     from distributed import Client, LocalCluster
 
     expected = _reference(tied, "a")
     with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
         got = variable_order_measures(_uneven(tied, 37), None, "rid", "a", float(tied["a"].to_numpy().std()),
-                                      OrderAsked(True, True, True))
+                                      OrderAsked(True, True, True), spill)
     assert got.rank_errors == expected[0] and np.array_equal(got.hits, expected[2])
     assert np.array_equal(got.quantile_terms[0], expected[1][0])
 

@@ -5,13 +5,15 @@ cut between partitions and the order is the same whatever the input's partitioni
 sorting by regular sampling (Shi and Schaeffer 1992): each partition, sorted locally, gives evenly spaced
 (value, id) samples; the pooled samples, sorted on the driver, give one splitter per output partition boundary;
 every record is numbered by the splitters below it and moved by Dask's own shuffle (``set_index`` on that
-number with the divisions given, peer-to-peer on a distributed cluster, spilling to disk where memory is short);
-each output partition is then sorted locally. With as many samples per partition as there are partitions
+number with the divisions given, peer-to-peer on a distributed cluster, spilling to disk where memory is short),
+or, for a file larger than the workers keep in memory, through files (:mod:`sdc_tasks.exchange_files`: each input
+partition writes a batch per output partition, which reads its batches when its task runs); each output partition
+is then sorted locally. With as many samples per partition as there are partitions
 (MIN_SAMPLES to MAX_SAMPLES), no output partition holds much more than twice an input partition.
 
 The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a few
-of them do not each carry the whole collection's graph), or, for a file larger than the workers keep in memory,
-written to files that the tasks reading a partition load (:func:`sdc_tasks.task_graph.stored`), and their
+of them do not each carry the whole collection's graph), or, through files, written to files that the tasks
+reading a partition load (:func:`sdc_tasks.task_graph.stored`), and their
 lengths, first and last values fetched, so that a record's global position is its partition's offset plus its local
 position: the driver then knows which partition holds any global position, and the order statistics
 (:mod:`sdc_tasks.stats.order`) read only the partitions they need.
@@ -28,6 +30,7 @@ import numpy as np
 import pandas as pd
 from dask.utils import get_default_shuffle_method
 
+from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.task_graph import Stored, stored
 
 KEY, ID, BUCKET = "key", "id", "bucket"
@@ -192,11 +195,35 @@ def _shuffle_method() -> str:
     return "tasks" if method == "disk" else method
 
 
-def _stored_sorted(part: pd.DataFrame, path: str) -> tuple[Stored, tuple[int, float, float, int]]:
-    """One output partition sorted by (KEY, ID) and written to the file ``path``: where it lies and its
-    :func:`_ends`."""
-    part = _locally_sorted(part)
+def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, count: int, path: Path) -> int:
+    """One input partition's records written to the file ``path``, a batch per output partition
+    (:func:`~sdc_tasks.exchange_files.write_batches`); returns how many."""
+    buckets = _bucket_numbers(part[KEY].to_numpy(), part[ID].to_numpy(), split_keys, split_ids)
+    return write_batches(part, buckets, count, path)
+
+
+def _stored_sorted(sent_files: list[Path], j: int, sent: int,
+                   path: str) -> tuple[Stored, tuple[int, float, float, int]]:
+    """Output partition ``j`` read from every input partition's file (``sent``: the records written, every file
+    done), sorted by (KEY, ID) and written to the file ``path``: where it lies and its :func:`_ends`."""
+    part = _locally_sorted(read_batches(sent_files, j))
     return stored(part, path), _ends(part)
+
+
+def _written_sorted(pieces: list, split_keys: np.ndarray, split_ids: np.ndarray, files: Path) -> list[tuple]:
+    """The partitions of ``pieces`` exchanged through files in ``files`` (exchange_files: each input partition
+    writes a batch per output partition, each output task reads its own), each sorted and written to a file
+    there: per output partition, where it lies and its :func:`_ends`. The exchanged files are removed after."""
+    count = len(pieces)
+    files.mkdir(parents=True, exist_ok=True)
+    sent_files = [files / f"sent-{k}" for k in range(count)]
+    sent = dask.delayed(sum)([dask.delayed(_sent)(p, split_keys, split_ids, count, f)
+                              for p, f in zip(pieces, sent_files)])
+    written = dask.compute(*[dask.delayed(_stored_sorted)(sent_files, j, sent, str(files / str(j)))
+                             for j in range(count)])
+    for f in sent_files:
+        f.unlink()
+    return list(written)
 
 
 def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColumn:
@@ -209,17 +236,15 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColum
     size = min(max(count, MIN_SAMPLES), MAX_SAMPLES)
     samples = dask.compute(*[dask.delayed(_regular_sample)(p, size) for p in pieces])
     split_keys, split_ids = _splitters(list(samples), count)
-    meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
-    bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
-    shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
-                                  shuffle_method=_shuffle_method())
     if files is None:
+        meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
+        bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
+        shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
+                                      shuffle_method=_shuffle_method())
         parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
         ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
     else:
-        files.mkdir(parents=True, exist_ok=True)
-        written = dask.compute(*[dask.delayed(_stored_sorted)(p, str(files / str(k)))
-                                 for k, p in enumerate(shuffled.to_delayed())])
+        written = _written_sorted(pieces, split_keys, split_ids, files)
         parts = [dask.delayed(Stored.load, pure=True)(where) for where, _ in written]
         ends = [e for _, e in written]
     kept = [k for k, e in enumerate(ends) if e[0]]
