@@ -19,6 +19,7 @@ import dask.local
 import dask.threaded
 import pandas as pd
 import psutil
+from dask.utils import get_default_shuffle_method
 
 from sdc_tasks import progress
 
@@ -182,3 +183,11 @@ def release_client(address: str | None, input_path: Path, client: Any = None,
         with LocalCluster(n_workers=1, processes=False, dashboard_address=None,
                           silence_logs=logging.ERROR) as threads, Client(threads, set_as_default=False) as started:
             yield started
+
+
+def shuffle_method() -> str:
+    """Dask's default shuffle (peer-to-peer on a distributed cluster), in memory by tasks without one: Dask's
+    default there, a partd disk store, is slow for many small shuffles and leaves its directories in the
+    temporary directory."""
+    method = get_default_shuffle_method()
+    return "tasks" if method == "disk" else method

@@ -42,6 +42,7 @@ from sdc_tasks.metrics.household_risk import (
 )
 from sdc_tasks.metrics.suda import suda_measures
 from sdc_tasks.reserved import MASKED_SUFFIX
+from sdc_tasks.scheduling import shuffle_method
 from sdc_tasks.stats.moments import tree_merge
 
 PLD_CAT_MAX_DISAGREEMENTS = 1
@@ -175,7 +176,7 @@ def _household_sums(ctx: CategoricalContext, combos) -> Delayed:
     members = dd.from_delayed([dask.delayed(member_survival)(p, ctx.keys, ctx.text, ctx.household, lookup)
                                for p in ctx.masked[columns].to_delayed()], meta=meta, verify_meta=False)
     households = members.groupby(ctx.household).agg({SURVIVAL: "prod", MEMBERS: "sum"},
-                                                    split_out=members.npartitions)
+                                                    split_out=members.npartitions, shuffle_method=shuffle_method())
     return tree_merge([dask.delayed(household_sums)(p) for p in households.to_delayed()], add_household_sums)
 
 

@@ -28,9 +28,9 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
-from dask.utils import get_default_shuffle_method
 
 from sdc_tasks.exchange_files import read_batches, write_batches
+from sdc_tasks.scheduling import shuffle_method
 from sdc_tasks.task_graph import Stored, stored
 
 KEY, ID, BUCKET = "key", "id", "bucket"
@@ -188,13 +188,6 @@ class SortedColumn:
         return [dask.delayed(_keys)(p) for p in self.parts]
 
 
-def _shuffle_method() -> str:
-    """Dask's default shuffle (peer-to-peer on a distributed cluster), in memory by tasks without one (Dask's
-    default there, a partd disk store, is slow for the many small sorts of a test run)."""
-    method = get_default_shuffle_method()
-    return "tasks" if method == "disk" else method
-
-
 def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, count: int, path: Path) -> int:
     """One input partition's records written to the file ``path``, a batch per output partition
     (:func:`~sdc_tasks.exchange_files.write_batches`); returns how many."""
@@ -240,7 +233,7 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColum
         meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
         bucketed = frame.map_partitions(_bucketed, split_keys, split_ids, meta=meta)
         shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
-                                      shuffle_method=_shuffle_method())
+                                      shuffle_method=shuffle_method())
         parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
         ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
     else:

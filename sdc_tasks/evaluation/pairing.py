@@ -20,7 +20,7 @@ from sdc_tasks.errors import InputError
 from sdc_tasks.io import add_row_ids, write_parquet
 from sdc_tasks.kdtree import kd_tree, nearest_records
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import workers_hold
+from sdc_tasks.scheduling import shuffle_method, workers_hold
 
 PAIR_VALUE_BYTES = 8
 """Bytes of one value of a paired record (an id or a variable's original or masked value, 64-bit numbers)."""
@@ -125,7 +125,7 @@ def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables:
                                 for i, p in enumerate(zipped)])):
             return _read_pairs(scratch)
     m = masked[columns].rename(columns={v: v + MASKED_SUFFIX for v in variables})
-    return held(original[columns].merge(m, on=id_col, how="inner"), scratch)
+    return held(original[columns].merge(m, on=id_col, how="inner", shuffle_method=shuffle_method()), scratch)
 
 
 def _nearest_originals(part: pd.DataFrame, tree: cKDTree, orig_values: np.ndarray, variables: list[str],

@@ -29,7 +29,7 @@ from sdc_tasks.masking.risk_suppression import checked_weight
 from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
-from sdc_tasks.scheduling import one_task_holds
+from sdc_tasks.scheduling import one_task_holds, shuffle_method
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
 from sdc_tasks.stats.moments import frame_moments, frame_spread
 
@@ -143,7 +143,8 @@ def in_input_order(frame: dd.DataFrame, lengths: list[int]) -> tuple[list, dd.Da
     offsets = B.offsets_of(lengths)
     targets = frame.assign(**{TARGET_COL: frame[B.POS_COL].map_partitions(_input_partition, offsets,
                                                                          meta=(B.POS_COL, "int64"))})
-    by_part = targets.set_index(TARGET_COL, divisions=[*range(len(lengths)), len(lengths) - 1]).persist()
+    by_part = targets.set_index(TARGET_COL, divisions=[*range(len(lengths)), len(lengths) - 1],
+                               shuffle_method=shuffle_method()).persist()
     return [dask.delayed(_by_position)(part) for part in by_part.to_delayed()], by_part
 
 
@@ -242,7 +243,8 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, partition_rows(int(sizes.sum()))))
     divisions = [int(b) for b in np.searchsorted(starts, cuts[:-1])] + [len(sizes) - 1]
-    moved = dd.from_delayed(records, meta=meta, verify_meta=False).set_index(B.BLOCK_COL, divisions=divisions)
+    moved = dd.from_delayed(records, meta=meta, verify_meta=False).set_index(B.BLOCK_COL, divisions=divisions,
+                                                                             shuffle_method=shuffle_method())
     return Staged(moved.map_partitions(_block_column, meta=_block_column(moved._meta)), len(sizes), tuple(pinned))
 
 

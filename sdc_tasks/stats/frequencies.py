@@ -7,6 +7,7 @@ import dask.dataframe as dd
 import pandas as pd
 
 from sdc_tasks.reserved import COUNT_COL, WEIGHT_COL
+from sdc_tasks.scheduling import shuffle_method
 
 
 def _tidy(counts: pd.Series, by: list[str]) -> pd.DataFrame:
@@ -35,7 +36,7 @@ def _counted(ddf: dd.DataFrame, by: list[str], unit: str | None, dropna: bool):
     distinct pairs come from a hash shuffle over as many partitions as the file has."""
     if unit is None:
         return ddf[by].groupby(by, dropna=dropna, observed=True).size()
-    distinct = ddf[[*by, unit]].drop_duplicates(split_out=ddf.npartitions)
+    distinct = ddf[[*by, unit]].drop_duplicates(split_out=ddf.npartitions, shuffle_method=shuffle_method())
     return distinct[by].groupby(by, dropna=dropna, observed=True).size()
 
 
