@@ -86,11 +86,25 @@ def _by_cell(cell: np.ndarray, n_cells: int, *arrays: np.ndarray) -> tuple:
     return tuple(tuple(a[order[lo:hi]] for a in arrays) for lo, hi in zip(bounds[:-1], bounds[1:]))
 
 
-def _sample(part: pd.DataFrame, id_col: str, keys: list[str], center: np.ndarray, scale: np.ndarray,
-            fraction: float) -> np.ndarray:
-    """Standardized key values of the records of one original partition that fall in the id-hash sample."""
-    keep = sample_mask(part[id_col].to_numpy(), fraction)
-    return _standardized([part[keep]], keys, center, scale)
+def _original_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
+                     scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ids and standardized key values of a group of original partitions."""
+    return gathered(parts, id_col), _standardized(parts, keys, center, scale)
+
+
+def _paired_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
+                   scale: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """The ids, standardized original and masked key values of a group of paired partitions and each record's
+    distance to its own original: all that the linkage graphs read of them, so the partitions (every paired
+    column) are read once, by one task, and released before any cell is built."""
+    own = _standardized(parts, keys, center, scale)
+    q = _standardized(parts, [k + MASKED_SUFFIX for k in keys], center, scale)
+    return gathered(parts, id_col), own, q, exact_distances(q, own)
+
+
+def _sample(ids: np.ndarray, points: np.ndarray, fraction: float) -> np.ndarray:
+    """The standardized key values of the original records of a group that fall in the id-hash sample."""
+    return points[sample_mask(ids, fraction)]
 
 
 def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
@@ -98,11 +112,9 @@ def _grow(samples: list[np.ndarray], n_cells: int) -> SplitTree:
     return split_tree(np.concatenate(samples), n_cells)
 
 
-def _route_originals(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
-                     scale: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
-    """A group of original partitions cut by cell: a (ids, standardized key values) piece per cell."""
-    points = _standardized(parts, keys, center, scale)
-    return _by_cell(tree.leaves_of(points), n_cells, gathered(parts, id_col), points)
+def _route_originals(ids: np.ndarray, points: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
+    """A group of original records (ids, standardized key values) cut by cell: a (ids, points) piece per cell."""
+    return _by_cell(tree.leaves_of(points), n_cells, ids, points)
 
 
 def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
@@ -110,29 +122,18 @@ def _cell(pieces: list[tuple[np.ndarray, np.ndarray]]) -> Cell:
     return make_cell(np.concatenate([p[0] for p in pieces]), np.concatenate([p[1] for p in pieces]))
 
 
-def _query_points(parts: list[pd.DataFrame], keys: list[str], center: np.ndarray,
-                  scale: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """The standardized masked key values of a group of paired partitions and each record's distance to its own
-    original: all the two routing passes of :func:`linkage_graph` read, so the partitions (every paired column) are
-    read once and released before any cell is counted."""
-    own = _standardized(parts, keys, center, scale)
-    q = _standardized(parts, [k + MASKED_SUFFIX for k in keys], center, scale)
-    return q, exact_distances(q, own)
-
-
-def _route_home(queries: tuple[np.ndarray, np.ndarray], tree: SplitTree, n_cells: int) -> tuple:
-    """First pass: every row of a group of paired partitions (its :func:`_query_points`) to the cell holding its
-    masked record, as (rows, masked key values, distance to its own original) per cell."""
-    q, d_own = queries
+def _route_home(q: np.ndarray, d_own: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
+    """First pass: every row of a group of paired partitions (its standardized masked key values and distances
+    to its own originals, :func:`_paired_points`) to the cell holding its masked record, as (rows, masked key
+    values, distance to its own original) per cell."""
     return _by_cell(tree.leaves_of(q), n_cells, np.arange(len(q)), q, d_own)
 
 
-def _route_rest(queries: tuple[np.ndarray, np.ndarray], tree: SplitTree, n_cells: int,
+def _route_rest(q: np.ndarray, d_own: np.ndarray, tree: SplitTree, n_cells: int,
                 home: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
     """Second pass: the rows still undecided after their home cell (fewer than two originals strictly nearer
     there: with two, the record is neither linked nor linked to 2nd nearest wherever the others lie) to every
     other cell their search ball meets, per cell as in :func:`_route_home`."""
-    q, d_own = queries
     closer = np.zeros(len(q), dtype=np.int64)
     for rows, c, _ in home:
         closer[rows] = c
@@ -178,17 +179,35 @@ def n_cells_for(n: int, cell_rows: int) -> int:
     return max(1, math.ceil(n / cell_rows))
 
 
-def split_graph(g: TaskGraph, orig_parts: list, id_col: str, keys: list[str], center: np.ndarray,
-                scale: np.ndarray, n: int, cell_rows: int) -> tuple[TaskRef, list[TaskRef], int]:
-    """Add to ``g`` the split tree and the cells of the original records on the given keys; returns
-    (tree, cells, number of cells)."""
+def group_points(g: TaskGraph, orig_parts: list, pair_parts: list, n_pairs: int, id_col: str, keys: list[str],
+                 center: np.ndarray, scale: np.ndarray,
+                 n: int) -> tuple[list[tuple[TaskRef, TaskRef]], list[tuple[TaskRef, TaskRef, TaskRef, TaskRef]]]:
+    """Add to ``g`` one task per group of original partitions (``n`` records) and one per group of paired
+    partitions (``n_pairs``), the same task when the pairs are the original file's partitions, giving the points
+    the linkage graphs read; returns per original group (ids, standardized keys) and per paired group (ids,
+    standardized original keys, standardized masked keys, distance to the own original) as references to their
+    items."""
+    pair_groups = chunked([g.input(p) for p in pair_parts], n_pairs)
+    paired = [g.task("points", (i,), _paired_points, group, id_col, keys, center, scale)
+              for i, group in enumerate(pair_groups)]
+    pairs = [tuple(g.item(p, j) for j in range(4)) for p in paired]
+    if [p.key for p in orig_parts] == [p.key for p in pair_parts]:
+        return [p[:2] for p in pairs], pairs
+    originals = [g.task("originals", (i,), _original_points, group, id_col, keys, center, scale)
+                 for i, group in enumerate(chunked([g.input(p) for p in orig_parts], n))]
+    return [(g.item(o, 0), g.item(o, 1)) for o in originals], pairs
+
+
+def split_graph(g: TaskGraph, originals: list[tuple[TaskRef, TaskRef]], n: int,
+                cell_rows: int) -> tuple[TaskRef, list[TaskRef], int]:
+    """Add to ``g`` the split tree and the cells of the original records (per group, (ids, standardized keys):
+    :func:`group_points`); returns (tree, cells, number of cells)."""
     n_cells = n_cells_for(n, cell_rows)
     fraction = min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / max(n, 1))
-    parts = [g.input(p) for p in orig_parts]
-    tree = g.task("tree", (), _grow, [g.task("sample", (i,), _sample, p, id_col, keys, center, scale, fraction)
-                                      for i, p in enumerate(parts)], n_cells)
-    routed = [g.task("route-originals", (i,), _route_originals, group, id_col, keys, center, scale, tree, n_cells)
-              for i, group in enumerate(chunked(parts, n))]
+    tree = g.task("tree", (), _grow, [g.task("sample", (i,), _sample, ids, points, fraction)
+                                      for i, (ids, points) in enumerate(originals)], n_cells)
+    routed = [g.task("route-originals", (i,), _route_originals, ids, points, tree, n_cells)
+              for i, (ids, points) in enumerate(originals)]
     cells = [g.task("cell", (c,), _cell, [g.item(r, c) for r in routed]) for c in range(n_cells)]
     return tree, cells, n_cells
 
@@ -202,15 +221,14 @@ def linkage_graph(orig_parts: list, pair_parts: list, pair_sizes: list[int], id_
     (task_graph.TaskGraph), not in the workers' memory."""
     g = TaskGraph("linkage", [p.key for p in (*orig_parts, *pair_parts)], keys, center, scale, cell_rows, ties,
                   files=files)
-    tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
-    groups = chunked([g.input(p) for p in pair_parts], sum(pair_sizes))
+    originals, pairs = group_points(g, orig_parts, pair_parts, sum(pair_sizes), id_col, keys, center, scale, n)
+    tree, cells, n_cells = split_graph(g, originals, n, cell_rows)
     group_sizes = [sum(sizes) for sizes in chunked(list(pair_sizes), sum(pair_sizes))]
-    queries = [g.task("queries", (i,), _query_points, p, keys, center, scale) for i, p in enumerate(groups)]
-    home = [g.task("home", (i,), _route_home, qp, tree, n_cells) for i, qp in enumerate(queries)]
+    home = [g.task("home", (i,), _route_home, q, d_own, tree, n_cells) for i, (_, _, q, d_own) in enumerate(pairs)]
     home_counts = [g.task("home-counts", (c,), _cell_counts, cells[c], [g.item(h, c) for h in home])
                    for c in range(n_cells)]
-    rest = [g.task("rest", (i,), _route_rest, qp, tree, n_cells, [g.item(hc, i) for hc in home_counts])
-            for i, qp in enumerate(queries)]
+    rest = [g.task("rest", (i,), _route_rest, q, d_own, tree, n_cells, [g.item(hc, i) for hc in home_counts])
+            for i, (_, _, q, d_own) in enumerate(pairs)]
     rest_counts = [g.task("rest-counts", (c,), _cell_counts, cells[c], [g.item(r, c) for r in rest])
                    for c in range(n_cells)]
     credits = [g.task("credit", (i,), _group_credit, size,
@@ -226,10 +244,10 @@ def _masked_as_originals(part: pd.DataFrame, id_col: str, keys: list[str]) -> pd
                          **{k: part[k + MASKED_SUFFIX].to_numpy(np.float64) for k in keys}})
 
 
-def _swapped(part: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
+def _swapped(part: pd.DataFrame, id_col: str, keys: list[str]) -> pd.DataFrame:
     """A paired partition with the roles of the files exchanged: each original record becomes the query and its
     masked record the own record to find."""
-    out = {k: part[k + MASKED_SUFFIX].to_numpy(np.float64) for k in keys}
+    out = {id_col: part[id_col].to_numpy(), **{k: part[k + MASKED_SUFFIX].to_numpy(np.float64) for k in keys}}
     out.update({k + MASKED_SUFFIX: part[k].to_numpy(np.float64) for k in keys})
     return pd.DataFrame(out)
 
@@ -243,7 +261,7 @@ def published_linkage_graph(pair_parts: list, pair_sizes: list[int], id_col: str
     (ties count as linked). The same blocked exact search, with the masked records as the searched file (``files``:
     see :func:`linkage_graph`)."""
     searched = [dask.delayed(_masked_as_originals)(p, id_col, keys) for p in pair_parts]
-    queries = [dask.delayed(_swapped)(p, keys) for p in pair_parts]
+    queries = [dask.delayed(_swapped)(p, id_col, keys) for p in pair_parts]
     zero, one = np.zeros(len(keys)), np.ones(len(keys))
     return linkage_graph(searched, queries, pair_sizes, id_col, keys, zero, one, sum(pair_sizes), cell_rows,
                          ties="linked", files=files)
@@ -261,13 +279,10 @@ class Candidates:
     codes: np.ndarray
 
 
-def _route_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
-                  scale: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
-    """A group of paired partitions cut by the cell holding each masked record: (ids, standardized masked keys)
-    per cell."""
-    masked_keys = [k + MASKED_SUFFIX for k in keys]
-    q = _standardized(parts, masked_keys, center, scale)
-    return _by_cell(tree.leaves_of(q), n_cells, gathered(parts, id_col), q)
+def _route_points(ids: np.ndarray, q: np.ndarray, tree: SplitTree, n_cells: int) -> tuple:
+    """A group of paired records (ids, standardized masked keys) cut by the cell holding each masked record: (ids,
+    standardized masked keys) per cell."""
+    return _by_cell(tree.leaves_of(q), n_cells, ids, q)
 
 
 def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresholds: tuple[float, ...],
@@ -326,9 +341,10 @@ def _candidate_graph(g: TaskGraph, orig_parts: list, pair_parts: list, id_col: s
     counts, of probabilistic linkage on the given keys (docs/metrics.md PLD; sdc_methods_comparison_chapter.txt
     sec. 3); ``em``: the EM's (max_iter, tol)."""
     n_patterns = n_patterns_for(len(keys), thresholds)
-    tree, cells, n_cells = split_graph(g, orig_parts, id_col, keys, center, scale, n, cell_rows)
-    routed = [g.task("route-masked", (i,), _route_points, group, id_col, keys, center, scale, tree, n_cells)
-              for i, group in enumerate(chunked([g.input(p) for p in pair_parts], n))]
+    originals, pairs = group_points(g, orig_parts, pair_parts, n, id_col, keys, center, scale, n)
+    tree, cells, n_cells = split_graph(g, originals, n, cell_rows)
+    routed = [g.task("route-masked", (i,), _route_points, ids, q, tree, n_cells)
+              for i, (ids, _, q, _) in enumerate(pairs)]
     cands = [g.task("candidates", (c,), _candidates, cells[c], [g.item(r, c) for r in routed], thresholds,
                     per_record) for c in range(n_cells)]
     counts = g.reduce("patterns", [g.task("cell-patterns", (c,), _cell_patterns, cand, n_patterns)
