@@ -4,8 +4,8 @@ records, each timed with the peak memory of driver + workers, beside one plain r
 The masked file is the original with every value times exp(N(0, 0.1)) (ids kept). ``--single-cell`` adds the
 unblocked baseline (one cell holding the whole original file on one worker, the design this replaced).
 
-Usage: python benchmarks/risk_scale.py --rows 1000000 [--workers 2] [--cell-rows 250000] [--pld-cell-rows 20000] [--single-cell]
-[--skip-pld] [--skip-combined]
+Usage: python benchmarks/risk_scale.py --rows 1000000 [--workers 2] [--cell-rows 250000] [--pld-cell-rows 20000]
+[--single-cell] [--skip-pld] [--skip-combined] [--through-files]
 (not part of the test suite)
 """
 
@@ -20,6 +20,7 @@ from il_battery import write_noisy_copy
 from peak_memory import PeakRSS
 
 from sdc_tasks.cluster import dask_client
+from sdc_tasks.evaluation import pairing
 from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, PLD_CELL_ROWS
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
@@ -29,11 +30,12 @@ from sdc_tasks.io import read_table
 def timed(label: str, rows: int, plain: float, run) -> dict:
     """Run ``run()``, print its wall time, records/s, ratio to the plain read and peak memory; return its result."""
     with PeakRSS() as mem:
-        t = time.perf_counter()
+        t, start = time.perf_counter(), time.time()
         out = run()
-        secs = time.perf_counter() - t
+        secs, end = time.perf_counter() - t, time.time()
+    worker = mem.between(start, end).worker
     print(f"{label:>28}: {secs:8.1f} s  {rows / secs:10.0f} records/s  {secs / plain:6.1f}x read  "
-          f"peak {mem.peak / 2**30:5.2f} GiB", flush=True)
+          f"peak {mem.peak / 2**30:5.2f} GiB, largest worker {worker / 2**30:5.2f} GiB", flush=True)
     return out
 
 
@@ -47,6 +49,9 @@ def main() -> None:
     ap.add_argument("--single-cell", action="store_true", help="also time the unblocked one-cell baseline")
     ap.add_argument("--skip-pld", action="store_true")
     ap.add_argument("--skip-combined", action="store_true", help="do not time DLD + ID in one evaluation")
+    ap.add_argument("--through-files", action="store_true",
+                    help="run as a file larger than the workers keep in memory does: the pairs written as Parquet and "
+                         "the graphs' intermediate results kept in files of a work directory")
     args = ap.parse_args()
     variables = list(CENSUS_VARIABLES)
     keys = variables[:7]
@@ -54,11 +59,14 @@ def main() -> None:
         orig, masked = Path(tmp) / "orig", Path(tmp) / "masked"
         write_synthetic(orig, args.rows, seed=3, rows_per_file=250_000)
         write_noisy_copy(orig, masked, seed=4)
+        if args.through_files:
+            pairing.workers_hold = lambda nbytes: False
+        work = Path(tmp) / "work" if args.through_files else None
         with dask_client(workers=args.workers):
             def run(families, cell_rows=args.cell_rows):
                 return lambda: evaluate(read_table(orig, "parquet"), read_table(masked, "parquet"), "record_id",
                                         variables, keys, families, cell_rows=cell_rows,
-                                        pld_cell_rows=args.pld_cell_rows)
+                                        pld_cell_rows=args.pld_cell_rows, work_dir=work)
 
             t = time.perf_counter()
             read_table(orig, "parquet")[variables].sum().compute()
