@@ -5,7 +5,7 @@ The masked file is the original with every value times exp(N(0, 0.1)) (ids kept)
 unblocked baseline (one cell holding the whole original file on one worker, the design this replaced).
 
 Usage: python benchmarks/risk_scale.py --rows 1000000 [--workers 2] [--cell-rows 250000] [--pld-cell-rows 20000]
-[--single-cell] [--skip-pld] [--skip-combined] [--through-files]
+[--single-cell] [--skip-pld] [--skip-id] [--skip-combined] [--through-files]
 (not part of the test suite)
 """
 
@@ -48,6 +48,7 @@ def main() -> None:
     ap.add_argument("--pld-cell-rows", type=int, default=PLD_CELL_ROWS)
     ap.add_argument("--single-cell", action="store_true", help="also time the unblocked one-cell baseline")
     ap.add_argument("--skip-pld", action="store_true")
+    ap.add_argument("--skip-id", action="store_true", help="do not time ID (nor DLD + ID together)")
     ap.add_argument("--skip-combined", action="store_true", help="do not time DLD + ID in one evaluation")
     ap.add_argument("--through-files", action="store_true",
                     help="run as a file larger than the workers keep in memory does: the pairs written as Parquet and "
@@ -79,13 +80,13 @@ def main() -> None:
             if args.single_cell:
                 one = timed("DLD, one cell (baseline)", args.rows, plain, run(("dld",), args.rows))
                 assert one["DLD"] == dld["DLD"], (one["DLD"], dld["DLD"])
-            ids = timed("ID_1..ID_10 + SDID", args.rows, plain, run(("id",)))
-            if not args.skip_combined:
+            ids = {} if args.skip_id else timed("ID_1..ID_10 + SDID", args.rows, plain, run(("id",)))
+            if not args.skip_combined and ids:
                 both = timed("DLD + ID together", args.rows, plain, run(("dld", "id")))
                 assert both["DLD"] == dld["DLD"] and both["ID"] == ids["ID"]
             pld = {} if args.skip_pld else timed("PLD", args.rows, plain, run(("pld",)))
     print(" ".join(f"DLD_{i}={dld[f'DLD_{i}']:.2f}" for i in range(1, len(keys) + 1)))
-    print(f"DLD={dld['DLD']:.3f} ID={ids['ID']:.3f} SDID={ids['SDID']:.3f}"
+    print(f"DLD={dld['DLD']:.3f}" + (f" ID={ids['ID']:.3f} SDID={ids['SDID']:.3f}" if ids else "")
           + (f" PLD={pld['PLD']:.3f} (candidate recall {pld['PLD_candidate_recall']:.2f})" if pld else ""))
 
 
