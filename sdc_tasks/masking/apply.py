@@ -278,7 +278,7 @@ def with_original(ddf: dd.DataFrame, variables: list[str], ctx: StepContext) -> 
     parts = [dask.delayed(_with_positions)(part, int(offsets[i])) for i, part in enumerate(ids.to_delayed())]
     positions = dd.from_delayed(parts, meta=_with_positions(ids._meta, 0), verify_meta=False)
     ref = ctx.reference[[ctx.id_column, *variables]].rename(columns=dict(zip(variables, cols)))
-    joined = positions.merge(ref, on=ctx.id_column, how="left")
+    joined = positions.merge(ref, on=ctx.id_column, how="left", shuffle_method=shuffle_method())
     unmatched = joined[joined[cols[0]].isna()][ctx.id_column].head(1, npartitions=-1)
     if len(unmatched):
         raise ValueError(f"record {ctx.id_column} = {unmatched.tolist()[0]!r} has no original record")

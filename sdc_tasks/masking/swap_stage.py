@@ -25,7 +25,7 @@ from sdc_tasks.masking.households import sorted_positions
 from sdc_tasks.masking.record_swap import SwapPlan, plan_swaps
 from sdc_tasks.masking.swap_outcome import OUTCOME_COLUMN, SwapOutcome
 from sdc_tasks.reserved import COUNT_COL
-from sdc_tasks.scheduling import shared
+from sdc_tasks.scheduling import shared, shuffle_method
 from sdc_tasks.stats.frequencies import frequency_tables
 from sdc_tasks.validation import household_fault_counts
 
@@ -125,8 +125,10 @@ def household_table(ddf: dd.DataFrame, household: str, params: dict) -> pd.DataF
     members = ddf.map_partitions(_member_risk, household, risk_variables, hierarchy, shared(tables), meta=meta)
     risks = {c: "max" for c in meta.columns if c.startswith(RISK_PREFIX)}
     columns = list(dict.fromkeys([*hierarchy, *_profile_columns(params), *params["carry_along"]]))
-    grouped = members.groupby(household).agg({**risks, MEMBERS: "sum"}, split_out=ddf.npartitions)
-    first = ddf[[household, *columns]].drop_duplicates(subset=[household], split_out=ddf.npartitions)
+    grouped = members.groupby(household).agg({**risks, MEMBERS: "sum"}, split_out=ddf.npartitions,
+                                              shuffle_method=shuffle_method())
+    first = ddf[[household, *columns]].drop_duplicates(subset=[household], split_out=ddf.npartitions,
+                                                      shuffle_method=shuffle_method())
     risk, values = dask.compute(grouped, first)
     table = values.set_index(household).join(risk, how="inner").sort_index(kind="stable")
     return table.reset_index()

@@ -24,6 +24,7 @@ from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
+from sdc_tasks.scheduling import shuffle_method
 from sdc_tasks.stats.frequencies import sorted_categories
 from sdc_tasks.validation import check_households, fewest_records, load_checked
 
@@ -176,7 +177,8 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     seen = intruder_view(spec, original)
     household = spec.households.id if spec.households is not None else None
     if household is not None and household not in masked.columns:  # left out of the release: joined back by id
-        masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left")
+        masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left",
+                              shuffle_method=shuffle_method())
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
