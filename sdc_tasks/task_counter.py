@@ -31,10 +31,14 @@ class TaskCounter(SchedulerPlugin):
         self.scheduler = scheduler
 
     def update_graph(self, scheduler, *, client: str, tasks: list, **kwargs) -> None:
-        """Count the new tasks of the client's graph."""
+        """Count the tasks of the client's graph that are to run: not those counted already, nor those whose results
+        are in memory (a persisted result the graph reads: counted, it would stay pending through this graph and
+        count as done in whichever later graph saw it released)."""
         self.scheduler = scheduler
         if client == self.client_id:
-            new = [key for key in tasks if key not in self.pending]
+            states = scheduler.tasks if scheduler is not None else {}
+            new = [key for key in tasks if key not in self.pending
+                   and getattr(states.get(key), "state", None) not in ("memory", "erred")]
             self.pending.update(new)
             self.total += len(new)
             self._publish(force=True)

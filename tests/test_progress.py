@@ -4,6 +4,7 @@ terminal and elsewhere, and the progress artifacts of a flow run."""
 from __future__ import annotations
 
 import io
+import time
 
 import pytest
 
@@ -127,3 +128,25 @@ def test_a_stage_ended_by_an_exception_clears_the_terminal_line_and_claims_nothi
     assert ended.finished and ended.failed and ended.line() == "mask: 2/5 files, 0 s elapsed, stopped"
     assert ended.fraction() == 0.4
     assert terminal.getvalue() == "\r\x1b[2K" and plain.getvalue() == ""
+
+
+def test_a_persisted_result_read_by_a_later_stage_is_not_counted_done_when_it_is_released():
+    # A later graph that reads a persisted result holds it again (the scheduler hands the plugin every task of
+    # the graph), but the result is already in memory: it must not be counted as submitted, or its release in a
+    # still later stage counts as done there (the 1e7 MDAV release showed 189 %).
+    import dask
+
+    seen: list[StageProgress] = []
+    with tracking([seen.append]), dask_client(None, 1) as client:
+        with stage("persist"):
+            kept = client.persist(dask.delayed(increment)(1))
+            assert kept.compute() == 2
+        with stage("read"):
+            assert dask.delayed(increment)(kept).compute() == 3
+        with stage("release"):
+            del kept
+            time.sleep(0.5)
+            assert client.gather(client.map(increment, range(3))) == [1, 2, 3]
+    finals = {p.stage: (p.done, p.total) for p in seen if p.finished}
+    assert finals["read"] == (1, 1) and finals["release"] == (3, 3)
+    assert all(p.done <= p.total for p in seen)
