@@ -97,9 +97,9 @@ def _paired_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], cent
     """The ids, standardized original and masked key values of a group of paired partitions and each record's
     distance to its own original: all that the linkage graphs read of them, so the partitions (every paired
     column) are read once, by one task, and released before any cell is built."""
-    own = _standardized(parts, keys, center, scale)
+    ids, own = _original_points(parts, id_col, keys, center, scale)
     q = _standardized(parts, [k + MASKED_SUFFIX for k in keys], center, scale)
-    return gathered(parts, id_col), own, q, exact_distances(q, own)
+    return ids, own, q, exact_distances(q, own)
 
 
 def _sample(ids: np.ndarray, points: np.ndarray, fraction: float) -> np.ndarray:
