@@ -482,6 +482,12 @@ def scratch_area(kind: str, parent: PathLike | None = None) -> Iterator[Path]:
         shutil.rmtree(path, ignore_errors=True)
 
 
+def spill_area(kind: str, spill: PathLike | None) -> contextlib.AbstractContextManager:
+    """A :func:`scratch_area` inside ``spill`` for intermediate results kept in files, or, when ``spill`` is None
+    (they stay in the workers' memory), a null context yielding None."""
+    return contextlib.nullcontext() if spill is None else scratch_area(kind, spill)
+
+
 def scratch_dir(kind: str) -> tempfile.TemporaryDirectory:
     """A new private scratch directory ``KIND.HOST.PID.RANDOM`` in :func:`scratch_root`, removed when the
     returned object is cleaned up (or by a later run when this process dies first)."""

@@ -10,9 +10,8 @@ one prefix's cells are in memory at a time.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import dask
 import numpy as np
@@ -25,30 +24,21 @@ from sdc_tasks.evaluation.linkage import (
     published_linkage_graph,
     published_probabilistic_linkage_graph,
 )
-from sdc_tasks.outputs import scratch_area
-
-
-@contextlib.contextmanager
-def _graph_files(ctx: ContinuousContext) -> Iterator[Path | None]:
-    """Where one linkage graph keeps its tasks' results (task_graph.TaskGraph): a new directory in ``ctx.spill``,
-    removed after, when the file is larger than the workers keep in memory; else None (in memory)."""
-    if ctx.spill is None:
-        yield None
-        return
-    with scratch_area("linkage", ctx.spill) as files:
-        yield files
+from sdc_tasks.outputs import spill_area
 
 
 def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Any:
-    """The value of ``graph(files)`` computed with its own :func:`_graph_files`."""
-    with _graph_files(ctx) as files:
+    """The value of ``graph(files)`` computed with its own directory for its tasks' results (task_graph.TaskGraph):
+    a new one in ``ctx.spill``, removed after, when the file is larger than the workers keep in memory; else None
+    (in memory)."""
+    with spill_area("linkage", ctx.spill) as files:
         return dask.compute(graph(files))[0]
 
 
 def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
     ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, computed one after the other so
-    only one prefix's cells are in memory (or in ``files``, :func:`_graph_files`) at a time."""
+    only one prefix's cells are in memory (or in ``files``, :func:`_computed`) at a time."""
     pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
     return np.array([_computed(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files))

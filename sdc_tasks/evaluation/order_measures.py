@@ -17,7 +17,6 @@ by W, fall in (halos of any width, across as many partitions as W spans).
 from __future__ import annotations
 
 import operator
-from contextlib import nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -32,7 +31,7 @@ from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
-from sdc_tasks.outputs import scratch_area
+from sdc_tasks.outputs import spill_area
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.scheduling import one_task_holds, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
@@ -190,7 +189,7 @@ def variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.D
     id (``pairs``), the quantile terms from the original and masked files (``files``; None when the pairs hold
     every record of both). The sorted data is held (persisted) only while this variable is measured, or with
     ``spill`` (a directory every worker reaches) written to a scratch directory in it, removed after."""
-    with nullcontext() if spill is None else scratch_area("order", spill) as sorts:
+    with spill_area("order", spill) as sorts:
         return _variable_order_measures(pairs, files, id_col, var, sd, asked, sorts)
 
 
