@@ -22,7 +22,7 @@ from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
 from sdc_tasks.metrics.rank_metrics import rank_errors, ranks
 from sdc_tasks.metrics.risk import interval_hits, sdid_hits
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.stats.order import SortedValues, linear_quantiles
+from sdc_tasks.stats.order import SortedValues, linear_quantiles, value_order
 
 N = 2000
 
@@ -67,6 +67,21 @@ def test_linear_quantiles_are_numpys_bit_for_bit():
         values = np.sort(rng.integers(0, 4, n).astype(float) if trial % 2 else rng.normal(size=n) * 10.0 ** (trial % 9))
         expected = np.quantile(values, qs)
         assert np.array_equal(linear_quantiles(SortedValues(values), qs).view(np.int64), expected.view(np.int64))
+
+
+@pytest.mark.parametrize("values", ["spread", "few", "special", "integers"])
+@pytest.mark.parametrize("tiebreak", ["unique", "tied", "text"])
+def test_value_order_is_lexsorts_permutation(values, tiebreak):
+    """The (value, tiebreak) order is np.lexsort's to the row: no ties, runs of ties, rows equal in both (kept in
+    row order), NaN, infinities and signed zeros, integer values, text tiebreaks."""
+    rng = np.random.default_rng(11)
+    for n in (0, 1, 2, 7, 300, 5000):
+        v = {"spread": rng.normal(size=n), "few": rng.integers(0, 5, n).astype(float),
+             "special": rng.choice([np.nan, 0.0, -0.0, 1.0, np.inf, -np.inf], n),
+             "integers": rng.integers(-3, 3, n)}[values]
+        t = {"unique": rng.permutation(n), "tied": rng.integers(0, 3, n),
+             "text": np.array([f"r{i}" for i in rng.integers(0, 50, n)], dtype=object)}[tiebreak]
+        assert np.array_equal(value_order(v, t), np.lexsort((t, v)))
 
 
 @pytest.mark.parametrize("written", [False, True])

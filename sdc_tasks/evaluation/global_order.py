@@ -31,6 +31,7 @@ import pandas as pd
 
 from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.scheduling import shuffle_method
+from sdc_tasks.stats.order import value_order
 from sdc_tasks.task_graph import Stored, stored
 
 KEY, ID, BUCKET = "key", "id", "bucket"
@@ -58,7 +59,7 @@ def _keyed(part: pd.DataFrame, value: str, id_col: str, carry: dict[str, str]) -
 
 def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
     """The records of one partition sorted by (KEY, ID), on a fresh 0.. index."""
-    order = np.lexsort((part[ID].to_numpy(), part[KEY].to_numpy()))
+    order = value_order(part[KEY].to_numpy(), part[ID].to_numpy())
     return part.iloc[order].reset_index(drop=True)
 
 
@@ -75,7 +76,7 @@ def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int) -> tu
     regular sampling): ``buckets - 1`` pairs in (KEY, ID) order."""
     keys = np.concatenate([s[0] for s in samples])
     ids = np.concatenate([s[1] for s in samples])
-    order = np.lexsort((ids, keys))
+    order = value_order(keys, ids)
     at = (np.arange(1, buckets if keys.size else 1) * keys.size) // buckets
     return keys[order][at], ids[order][at]
 

@@ -32,6 +32,7 @@ import warnings
 import numpy as np
 
 from sdc_tasks.masking.checks import finite_array
+from sdc_tasks.stats.order import value_order
 
 MAX_FIT_VALUES = 100_000
 NON_NEGATIVE_CANDIDATES = ("norm", "lognorm", "gamma", "expon", "weibull_min")
@@ -135,5 +136,5 @@ def distribution_mask(
     name, params, _ = fit
     draws = np.sort(np.asarray(_scipy_stats(name).rvs(*params, size=n, random_state=rng), dtype=np.float64))
     out = np.empty(n, dtype=np.float64)
-    out[np.lexsort((ties, vals))] = draws
+    out[value_order(vals, ties)] = draws
     return out

@@ -23,6 +23,7 @@ import numba
 import numpy as np
 
 from sdc_tasks.masking.checks import column_with_tiebreak
+from sdc_tasks.stats.order import value_order
 
 
 def _check_percent(p: float) -> float:
@@ -240,7 +241,7 @@ def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np
     """
     _check_percent(p)
     vals, ties = column_with_tiebreak(values, tiebreak)
-    order = np.lexsort((ties, vals))
+    order = value_order(vals, ties)
     perm = rank_swap_permutation(vals.shape[0], p, rng.random(vals.shape[0]), partner)
     out = np.empty_like(vals)
     out[order] = vals[order][perm]

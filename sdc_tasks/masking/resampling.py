@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from sdc_tasks.masking.checks import column_with_tiebreak
+from sdc_tasks.stats.order import value_order
 
 
 def _check_column(values: object, tiebreak: object) -> tuple[np.ndarray, np.ndarray]:
@@ -24,7 +25,7 @@ def _check_column(values: object, tiebreak: object) -> tuple[np.ndarray, np.ndar
 
 def rank_order(values: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
     """Return the row indices sorted by (value, tiebreak): order[i] is the row holding rank i."""
-    return np.lexsort((tiebreak, values))
+    return value_order(values, tiebreak)
 
 
 def resampled_order_statistics(values: np.ndarray, t: int, rng: np.random.Generator) -> np.ndarray:

@@ -20,6 +20,7 @@ import numpy as np
 
 from sdc_tasks.masking.checks import as_columns, check_finite_rows, check_group_size_k
 from sdc_tasks.masking.microaggregation import group_means
+from sdc_tasks.stats.order import value_order
 
 PROJECTIONS = ("z", "pcp")
 
@@ -149,7 +150,7 @@ def _per_column(x: np.ndarray, k: int, tiebreak: np.ndarray, optimal: bool) -> n
         return out
     fixed = None if optimal else fixed_groups_sorted(n, k)
     for j in range(p):
-        order = np.lexsort((t, xx[:, j]))
+        order = value_order(xx[:, j], t)
         sorted_labels = optimal_groups_sorted(xx[order, j], k) if optimal else fixed
         labels = np.empty(n, dtype=np.int64)
         labels[order] = sorted_labels
@@ -256,7 +257,7 @@ def projected_microaggregation(x: np.ndarray, k: int, scores: np.ndarray, tiebre
         raise ValueError(f"scores has a non-finite value in row {int(np.argmax(~np.isfinite(s)))}")
     if n == 0:
         return np.empty_like(xx)
-    order = np.lexsort((t, s))
+    order = value_order(s, t)
     labels = np.empty(n, dtype=np.int64)
     labels[order] = fixed_groups_sorted(n, k)
     return group_means(xx, labels)

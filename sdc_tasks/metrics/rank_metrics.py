@@ -27,6 +27,7 @@ from fractions import Fraction
 import numpy as np
 
 from sdc_tasks.metrics.paired_blocks import paired_columns
+from sdc_tasks.stats.order import value_order
 
 
 def ranks(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
@@ -38,7 +39,7 @@ def ranks(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
         raise ValueError(f"{values.shape[0]} values but {ids.shape[0]} ids")
     if np.isnan(values).any():
         raise ValueError("cannot rank NaN values")
-    order = np.lexsort((ids, values))  # primary key values, then id
+    order = value_order(values, ids)
     out = np.empty(values.shape[0], dtype=np.int64)
     out[order] = np.arange(1, values.shape[0] + 1, dtype=np.int64)
     return out
