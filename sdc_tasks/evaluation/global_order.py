@@ -65,10 +65,10 @@ def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
 
 def _regular_sample(part: pd.DataFrame, size: int) -> tuple[np.ndarray, np.ndarray]:
     """``size`` evenly spaced (KEY, ID) pairs of one partition in its sorted order (all of them when fewer)."""
-    local = _locally_sorted(part[[KEY, ID]])
-    m = len(local)
-    take = (np.arange(min(size, m)) * m) // max(min(size, m), 1)
-    return local[KEY].to_numpy()[take], local[ID].to_numpy()[take]
+    keys, ids = part[KEY].to_numpy(), part[ID].to_numpy()
+    m = keys.size
+    take = value_order(keys, ids)[(np.arange(min(size, m)) * m) // max(min(size, m), 1)]
+    return keys[take], ids[take]
 
 
 def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int) -> tuple[np.ndarray, np.ndarray]:
