@@ -136,6 +136,22 @@ def test_split_tree_leaves_partition_and_ball_leaves_cover():
         assert (r, leaf[j]) in touched
 
 
+def test_a_points_leaf_is_the_one_a_ball_of_radius_zero_meets():
+    """leaves_of (compiled) against ball_leaves (numpy) at radius 0: one leaf per point, points lying exactly on
+    a threshold going left; NaN goes right at every node, as +inf."""
+    rng = np.random.default_rng(5)
+    pts = rng.normal(size=(4_000, 4))
+    tree = split_tree(pts[::5], 37)
+    q = np.concatenate([rng.normal(size=(500, 4)), pts[::9]])
+    on = rng.integers(0, len(tree.dim), 50)
+    q[:50, tree.dim[on]] = tree.threshold[on]
+    rec, hit = tree.ball_leaves(q, np.zeros(len(q)))
+    assert np.array_equal(np.sort(rec), np.arange(len(q)))
+    np.testing.assert_array_equal(tree.leaves_of(q), hit[np.argsort(rec)])
+    assert tree.leaves_of(q[:0]).shape == (0,)
+    np.testing.assert_array_equal(tree.leaves_of(np.full((2, 4), np.nan)), tree.leaves_of(np.full((2, 4), np.inf)))
+
+
 def test_split_tree_on_constant_and_tiny_samples():
     assert split_tree(np.ones((10, 2)), 8).n_leaves == 1
     assert split_tree(np.array([[0.0], [1.0]]), 8).n_leaves == 2

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numba
 import numpy as np
 import pandas as pd
 
@@ -36,15 +37,8 @@ class SplitTree:
 
     def leaves_of(self, points: np.ndarray) -> np.ndarray:
         """The leaf holding each point (the cell a record belongs to)."""
-        node = np.zeros(len(points), dtype=np.int64)
-        rows = np.arange(len(points))
-        while True:
-            inner = self.leaf[node] < 0
-            if not inner.any():
-                return self.leaf[node]
-            r, nd = rows[inner], node[inner]
-            go_left = points[r, self.dim[nd]] <= self.threshold[nd]
-            node[r] = np.where(go_left, self.left[nd], self.right[nd])
+        return _leaves_of(np.ascontiguousarray(points, dtype=np.float64), self.dim, self.threshold, self.left,
+                          self.right, self.leaf)
 
     def ball_leaves(self, points: np.ndarray, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """(point index, leaf) pairs for every leaf whose region meets the closed ball around each point.
@@ -67,6 +61,20 @@ class SplitTree:
             rec = np.concatenate([rec[go_left], rec[go_right]])
             node = np.concatenate([self.left[node[go_left]], self.right[node[go_right]]])
         return np.concatenate(found_rec), np.concatenate(found_leaf)
+
+
+@numba.njit(cache=True, nogil=True)
+def _leaves_of(points: np.ndarray, dim: np.ndarray, threshold: np.ndarray, left: np.ndarray, right: np.ndarray,
+               leaf: np.ndarray) -> np.ndarray:
+    """:meth:`SplitTree.leaves_of`: each point walked from the root, left where its value on the node's dimension
+    is at or below the node's threshold, to its leaf."""
+    out = np.empty(points.shape[0], dtype=np.int64)
+    for i in range(points.shape[0]):
+        node = 0
+        while leaf[node] < 0:
+            node = left[node] if points[i, dim[node]] <= threshold[node] else right[node]
+        out[i] = leaf[node]
+    return out
 
 
 def _split(values: np.ndarray, share: float) -> tuple[int, float] | None:
