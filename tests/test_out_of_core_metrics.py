@@ -13,7 +13,7 @@ import pandas as pd
 import pytest
 
 from sdc_tasks import scheduling
-from sdc_tasks.evaluation import linkage, order_measures, pairing
+from sdc_tasks.evaluation import global_order, linkage, order_measures, pairing
 from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_column
 from sdc_tasks.evaluation.measures import continuous_measures, evaluate
 from sdc_tasks.evaluation.order_measures import OrderAsked, variable_order_measures
@@ -104,6 +104,24 @@ def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_
     positions = np.array([0, 1, 53, 999, 1000, N - 1])
     assert np.array_equal(sc.at(positions), whole[positions])
     assert parts == 1 or len(sc.parts) > 1
+
+
+@pytest.mark.parametrize("written", [False, True])
+def test_a_sort_samples_its_partitions_for_the_next_sort(sync_dask, tied, written, tmp_path):
+    """The samples a sort takes by a carried column, as it sorts, are the regular samples a sort of its
+    partitions by that column would take; that sort, given them, is the whole column's order."""
+    files = tmp_path / "sorts" if written else None
+    sc = sorted_column(keyed_frame(_uneven(tied, 9), "a", "rid", {"b": "other"}), files and files / "a",
+                       next_key="other")
+    size = global_order._sample_size(9)
+    for part, (keys, ids) in zip(dask.compute(*sc.parts), sc.next_samples):
+        expected = global_order._regular_sample(pd.DataFrame({KEY: part["other"], ID: part[ID]}), size)
+        assert np.array_equal(keys, expected[0]) and np.array_equal(ids, expected[1])
+    by_b = dd.from_delayed([dask.delayed(lambda p: pd.DataFrame({KEY: p["other"], ID: p[ID]}))(p) for p in sc.parts],
+                           meta=pd.DataFrame({KEY: np.zeros(0), ID: np.zeros(0, dtype=np.int64)}), verify_meta=False)
+    got = pd.concat(dask.compute(*sorted_column(by_b, files and files / "b", samples=sc.next_samples).parts))
+    order = np.lexsort((tied["rid"].to_numpy(), tied["b"].to_numpy()))
+    assert np.array_equal(got[ID].to_numpy(), tied["rid"].to_numpy()[order])
 
 
 def _reference(df: pd.DataFrame, var: str) -> tuple:
@@ -276,8 +294,8 @@ def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeyp
     monkeypatch.setattr(linkage, "TaskGraph", lambda *a, files, _t=linkage.TaskGraph: graphs.append(files) or
                         _t(*a, files=files))
     sorts = []
-    monkeypatch.setattr(order_measures, "sorted_column", lambda frame, files=None, _s=order_measures.sorted_column:
-                        sorts.append(files) or _s(frame, files))
+    monkeypatch.setattr(order_measures, "sorted_column", lambda frame, files=None, _s=order_measures.sorted_column,
+                        **how: sorts.append(files) or _s(frame, files, **how))
     work = tmp_path / "work"
     got = continuous_measures(frames[0](), frames[1](), *args, profile=True, work_dir=work)
     if zipped:

@@ -110,6 +110,14 @@ def _ends(part: pd.DataFrame) -> tuple[int, float, float, int]:
     return int(keys.size), float(keys[0]), float(keys[-1]), int(np.searchsorted(keys, keys[0], side="right"))
 
 
+def _described(part: pd.DataFrame, next_key: str | None,
+               size: int) -> tuple[tuple[int, float, float, int], tuple[np.ndarray, np.ndarray] | None]:
+    """A sorted partition's :func:`_ends` and, given ``next_key``, the :func:`_regular_sample` of its records
+    keyed by that column (the sample of the next sort, whose partitions are these ones)."""
+    sample = None if next_key is None else _regular_sample(pd.DataFrame({KEY: part[next_key], ID: part[ID]}), size)
+    return _ends(part), sample
+
+
 def _take(part: pd.DataFrame, local: np.ndarray) -> np.ndarray:
     """KEY at local positions of one partition."""
     return part[KEY].to_numpy()[local]
@@ -129,14 +137,16 @@ def _keys(part: pd.DataFrame) -> np.ndarray:
 class SortedColumn:
     """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty):
     partition k holds global positions ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first
-    and last KEY, ``head``: how many of its records hold its first KEY. Reads as a sorted column of
-    :mod:`sdc_tasks.stats.order`."""
+    and last KEY, ``head``: how many of its records hold its first KEY; ``next_samples``: per partition, the
+    regular sample by another column that a sort of these partitions by it reads (None unless asked for). Reads
+    as a sorted column of :mod:`sdc_tasks.stats.order`."""
 
     parts: list
     offsets: np.ndarray
     first: np.ndarray
     last: np.ndarray
     head: np.ndarray
+    next_samples: list | None = None
 
     @property
     def n(self) -> int:
@@ -196,39 +206,51 @@ def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, cou
     return write_batches(part, buckets, count, path)
 
 
-def _stored_sorted(sent_files: list[Path], j: int, sent: int,
-                   path: str) -> tuple[Stored, tuple[int, float, float, int]]:
+def _stored_sorted(sent_files: list[Path], j: int, sent: int, path: str, next_key: str | None,
+                   size: int) -> tuple[Stored, tuple]:
     """Output partition ``j`` read from every input partition's file (``sent``: the records written, every file
-    done), sorted by (KEY, ID) and written to the file ``path``: where it lies and its :func:`_ends`."""
+    done), sorted by (KEY, ID) and written to the file ``path``: where it lies and its :func:`_described`."""
     part = _locally_sorted(read_batches(sent_files, j))
-    return stored(part, path), _ends(part)
+    return stored(part, path), _described(part, next_key, size)
 
 
-def _written_sorted(pieces: list, split_keys: np.ndarray, split_ids: np.ndarray, files: Path) -> list[tuple]:
+def _written_sorted(pieces: list, split_keys: np.ndarray, split_ids: np.ndarray, files: Path, next_key: str | None,
+                    size: int) -> list[tuple]:
     """The partitions of ``pieces`` exchanged through files in ``files`` (exchange_files: each input partition
     writes a batch per output partition, each output task reads its own), each sorted and written to a file
-    there: per output partition, where it lies and its :func:`_ends`. The exchanged files are removed after."""
+    there: per output partition, where it lies and its :func:`_described`. The exchanged files are removed
+    after."""
     count = len(pieces)
     files.mkdir(parents=True, exist_ok=True)
     sent_files = [files / f"sent-{k}" for k in range(count)]
     sent = dask.delayed(sum)([dask.delayed(_sent)(p, split_keys, split_ids, count, f)
                               for p, f in zip(pieces, sent_files)])
-    written = dask.compute(*[dask.delayed(_stored_sorted)(sent_files, j, sent, str(files / str(j)))
+    written = dask.compute(*[dask.delayed(_stored_sorted)(sent_files, j, sent, str(files / str(j)), next_key, size)
                              for j in range(count)])
     for f in sent_files:
         f.unlink()
     return list(written)
 
 
-def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColumn:
+def _sample_size(count: int) -> int:
+    """Samples per partition of a sort into ``count`` partitions: as many as the partitions, within MIN_SAMPLES
+    to MAX_SAMPLES."""
+    return min(max(count, MIN_SAMPLES), MAX_SAMPLES)
+
+
+def sorted_column(frame: dd.DataFrame, files: Path | None = None, samples: list | None = None,
+                  next_key: str | None = None) -> SortedColumn:
     """``frame`` (KEY, ID and carried columns; :func:`keyed_frame`) sorted by (KEY, ID) across as many
     partitions as it has, persisted, or with ``files`` (a directory every worker reaches, kept while the column is
     read) written there, a file per partition, and read back by each task that needs it (see the module docstring
-    for the algorithm)."""
+    for the algorithm). ``samples``: the partitions' regular samples when known (a previous sort's
+    ``next_samples``); ``next_key``: a carried column by which the sorted partitions are sampled in the same
+    pass, for a sort of them by that column (``next_samples`` of the result)."""
     pieces = frame.to_delayed()
     count = len(pieces)
-    size = min(max(count, MIN_SAMPLES), MAX_SAMPLES)
-    samples = dask.compute(*[dask.delayed(_regular_sample)(p, size) for p in pieces])
+    size = _sample_size(count)
+    if samples is None:
+        samples = dask.compute(*[dask.delayed(_regular_sample)(p, size) for p in pieces])
     split_keys, split_ids = _splitters(list(samples), count)
     if files is None:
         meta = frame._meta.assign(**{BUCKET: np.zeros(0, dtype=np.int64)})
@@ -236,13 +258,15 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None) -> SortedColum
         shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
                                       shuffle_method=shuffle_method())
         parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
-        ends = dask.compute(*[dask.delayed(_ends)(p) for p in parts])
+        described = dask.compute(*[dask.delayed(_described)(p, next_key, size) for p in parts])
     else:
-        written = _written_sorted(pieces, split_keys, split_ids, files)
+        written = _written_sorted(pieces, split_keys, split_ids, files, next_key, size)
         parts = [dask.delayed(Stored.load, pure=True)(where) for where, _ in written]
-        ends = [e for _, e in written]
-    kept = [k for k, e in enumerate(ends) if e[0]]
-    lengths = np.array([ends[k][0] for k in kept], dtype=np.int64)
+        described = [d for _, d in written]
+    kept = [k for k, (e, _) in enumerate(described) if e[0]]
+    ends = [described[k][0] for k in kept]
+    lengths = np.array([e[0] for e in ends], dtype=np.int64)
     return SortedColumn([parts[k] for k in kept], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
-                        np.array([ends[k][1] for k in kept]), np.array([ends[k][2] for k in kept]),
-                        np.array([ends[k][3] for k in kept], dtype=np.int64))
+                        np.array([e[1] for e in ends]), np.array([e[2] for e in ends]),
+                        np.array([e[3] for e in ends], dtype=np.int64),
+                        None if next_key is None else [described[k][1] for k in kept])

@@ -88,11 +88,13 @@ def paired_orders(pairs: dd.DataFrame, id_col: str, var: str,
                   files: Path | None = None) -> tuple[SortedColumn, SortedColumn]:
     """Sort A (original values, carrying the masked ones) and sort B (masked values, carrying the original values
     and their ranks) of one variable's paired records (``files``: where their partitions are written instead of
-    being persisted, :func:`~sdc_tasks.evaluation.global_order.sorted_column`)."""
+    being persisted, :func:`~sdc_tasks.evaluation.global_order.sorted_column`). Sort A samples its partitions by
+    the masked value as it sorts them, so sort B does not read them for its splitters."""
     frame = keyed_frame(pairs, var, id_col, {var + MASKED_SUFFIX: OTHER})
-    a = sorted_column(frame, _within(files, "a"))
+    a = sorted_column(frame, _within(files, "a"), next_key=OTHER)
     parts = [dask.delayed(_swapped)(p, int(a.offsets[k])) for k, p in enumerate(a.parts)]
-    b = sorted_column(dd.from_delayed(parts, meta=_swapped(frame._meta, 0), verify_meta=False), _within(files, "b"))
+    b = sorted_column(dd.from_delayed(parts, meta=_swapped(frame._meta, 0), verify_meta=False), _within(files, "b"),
+                      samples=a.next_samples)
     return a, b
 
 
