@@ -63,9 +63,10 @@ def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
     return part.iloc[order].reset_index(drop=True)
 
 
-def _regular_sample(part: pd.DataFrame, size: int) -> tuple[np.ndarray, np.ndarray]:
-    """``size`` evenly spaced (KEY, ID) pairs of one partition in its sorted order (all of them when fewer)."""
-    keys, ids = part[KEY].to_numpy(), part[ID].to_numpy()
+def _regular_sample(part: pd.DataFrame, size: int, key: str = KEY) -> tuple[np.ndarray, np.ndarray]:
+    """``size`` evenly spaced (``key``, ID) pairs of one partition in its (``key``, ID) order (all of them when
+    fewer)."""
+    keys, ids = part[key].to_numpy(), part[ID].to_numpy()
     m = keys.size
     take = value_order(keys, ids)[(np.arange(min(size, m)) * m) // max(min(size, m), 1)]
     return keys[take], ids[take]
@@ -114,8 +115,7 @@ def _described(part: pd.DataFrame, next_key: str | None,
                size: int) -> tuple[tuple[int, float, float, int], tuple[np.ndarray, np.ndarray] | None]:
     """A sorted partition's :func:`_ends` and, given ``next_key``, the :func:`_regular_sample` of its records
     keyed by that column (the sample of the next sort, whose partitions are these ones)."""
-    sample = None if next_key is None else _regular_sample(pd.DataFrame({KEY: part[next_key], ID: part[ID]}), size)
-    return _ends(part), sample
+    return _ends(part), None if next_key is None else _regular_sample(part, size, next_key)
 
 
 def _take(part: pd.DataFrame, local: np.ndarray) -> np.ndarray:
