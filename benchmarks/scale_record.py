@@ -3,13 +3,14 @@ size asked for, with the figures the scale issue asks for.
 
 For every size: generate the records (Parquet files of 250,000 records), time one plain read of them (every
 column summed), then run the release flow with each spec (blocked MDAV k = 3 on Mic3mul groups; rank swapping
-p = 15; on request blocked MD k = 3 on Mic3mul groups), each with the full evaluation (IL battery, PIL, DLD_1..DLD_7, ID) and the report. Per stage it prints
-wall time, records/s, the ratio to the plain read, and the peak RSS of the driver (which hosts the
-LocalCluster's scheduler), of the largest worker and of all processes together; at the end, the ratio of each
-release's time at the largest size to its time at the smallest (goal at 1e7 / 1e6: <= 11).
+p = 15; on request blocked MD k = 3 on Mic3mul groups), each with the full evaluation (IL battery, PIL,
+DLD_1..DLD_7, ID; ``--metrics`` names fewer) and the report. Per stage it prints wall time, records/s, the ratio to
+the plain read, and the peak RSS of the driver (which hosts the LocalCluster's scheduler), of the largest worker
+and of all processes together; at the end, the ratio of each release's time at the largest size to its time at
+the smallest (goal at 1e7 / 1e6: <= 11).
 
 Usage: python benchmarks/scale_record.py [--rows 1000000 10000000] [--workers 2] [--specs mdav rankswap md]
-       [--json figures.json]
+       [--metrics il pil dld id] [--memory-limit auto] [--json figures.json]
 Not part of the test suite.
 """
 
@@ -37,19 +38,23 @@ STEPS = {
 GIB = 2**30
 
 
-def spec_for(data: Path, out: Path, workers: int, name: str) -> dict:
-    """A release spec over the generated records with the full evaluation."""
+FULL_EVALUATION = ["il", "pil", "dld", "id"]
+
+
+def spec_for(data: Path, out: Path, workers: int, name: str, metrics: list[str], memory_limit: str) -> dict:
+    """A release spec over the generated records with the evaluation of ``metrics``, each worker limited to
+    ``memory_limit``."""
     return {
         "name": f"scale-{name}",
         "input": {"path": str(data), "format": "parquet"},
         "id_column": "record_id",
         "variables": {"key": KEYS, "continuous": list(CENSUS_VARIABLES)},
         "steps": [STEPS[name]],
-        "metrics": ["il", "pil", "dld", "id"],
+        "metrics": metrics,
         "gate": {"max": {"DLD": 100.0}},
         "output": {"dir": str(out), "overwrite": True},
         "seed": 1,
-        "dask": {"workers": workers, "threads_per_worker": 1},
+        "dask": {"workers": workers, "threads_per_worker": 1, "memory_limit": memory_limit},
     }
 
 
@@ -69,12 +74,14 @@ def row(label: str, secs: float, rows: int, plain: float, mem) -> dict:
             "rss_driver_gib": mem.driver / GIB, "rss_worker_gib": mem.worker / GIB, "rss_all_gib": mem.total / GIB}
 
 
-def release_figures(data: Path, tmp: Path, rows: int, workers: int, name: str, plain: float) -> dict:
+def release_figures(data: Path, tmp: Path, rows: int, workers: int, name: str, plain: float,
+                    metrics: list[str], memory_limit: str) -> dict:
     """Run one release and return its per-stage and total figures."""
     from flows.release import release
 
     spec = tmp / f"{name}.yaml"
-    spec.write_text(yaml.safe_dump(spec_for(data, tmp / f"release-{name}", workers, name)))
+    spec.write_text(yaml.safe_dump(spec_for(data, tmp / f"release-{name}", workers, name, metrics,
+                                           memory_limit)))
     with PeakRSS() as mem:
         start = time.time()
         summary = release(str(spec))
@@ -94,6 +101,10 @@ def main() -> None:
     ap.add_argument("--rows", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--specs", nargs="+", choices=sorted(STEPS), default=["mdav", "rankswap"])
+    ap.add_argument("--metrics", nargs="+", choices=FULL_EVALUATION, default=FULL_EVALUATION,
+                    help="the evaluation's metric families (default: all; fewer to time the mask step at scale)")
+    ap.add_argument("--memory-limit", default="auto",
+                    help="each worker's memory limit (Dask's: 'auto' shares the machine's memory among them)")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
@@ -108,7 +119,8 @@ def main() -> None:
             plain = plain_read_seconds(data)
             print(f"rows={rows}: plain read {plain:.1f} s ({rows / plain:.0f} rec/s)", flush=True)
             for name in args.specs:
-                figures.append({**release_figures(data, Path(tmp), rows, args.workers, name, plain),
+                figures.append({**release_figures(data, Path(tmp), rows, args.workers, name, plain, args.metrics,
+                                                  args.memory_limit),
                                 "plain_read_s": plain})
     small, large = min(args.rows), max(args.rows)
     if small != large:

@@ -12,6 +12,7 @@ writes its result to a file (each element of a tuple result separately) and retu
 wait on disk, not in memory, until the cell's task reads them, so a worker holds the pieces of the tasks it runs
 and no more, however large the file (Dask releases a result only when every task reading it is done, and runs
 a ready task as soon as a thread is free: the pieces of all cells would otherwise be held at once).
+:func:`kept_partitions` keeps the computed partitions of a Dask DataFrame the same way, in memory or in files.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable
 
+import dask
 from dask._task_spec import List, Task, TaskRef
 from dask.base import tokenize
 from dask.delayed import Delayed
@@ -89,6 +91,21 @@ def stored(result: Any, path: str) -> Stored | StoredTuple:
     ends = [0, *itertools.accumulate(len(blob) for blob in blobs)]
     pieces = tuple(Stored(path, a, b) for a, b in zip(ends[:-1], ends[1:]))
     return StoredTuple(pieces) if isinstance(result, tuple) else pieces[0]
+
+
+def kept_partitions(frame: Any, files: Path | None) -> tuple[list[Delayed], tuple]:
+    """The partitions of the Dask DataFrame ``frame`` computed once, as delayed pieces for the graphs that read
+    them, and what to keep alive while those graphs run: persisted in the workers' memory, or, with ``files`` (a
+    directory every worker reaches, kept while the pieces are read), each partition written to its own file there
+    as it is computed and loaded by each task that reads it. Through files nothing stays in memory, and a lost
+    worker's share is read again instead of recomputed from collections no longer held."""
+    if files is None:
+        held = frame.persist()
+        return list(held.to_delayed()), (held,)
+    Path(files).mkdir(parents=True, exist_ok=True)
+    where = dask.compute(*[dask.delayed(stored)(part, str(Path(files) / f"part-{i}"))
+                           for i, part in enumerate(frame.to_delayed())])
+    return [dask.delayed(Stored.load, pure=True)(w) for w in where], ()
 
 
 def _item(result: Any, i: int) -> Any:

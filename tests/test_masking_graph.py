@@ -188,3 +188,51 @@ def test_masked_values_in_parquet_files_with_interleaved_positions_come_back_in_
         first, empty, last = dask.compute(*pieces)
     assert first[B.POS_COL].tolist() == list(range(300)) and first["x"].tolist() == [10.0 * p for p in range(300)]
     assert len(empty) == 0 and last[B.POS_COL].tolist() == list(range(300, 1000))
+
+
+@pytest.mark.parametrize("method, params", [("mdav", {"k": 3, "block_size": 120, "group_size": 3}),
+                                            ("synthetic_postmask", {"p": 0.3, "target_e": 0.02, "max_iter": 200,
+                                                                    "block_size": 300})])
+def test_a_step_beyond_the_workers_memory_keeps_its_sorts_in_files_and_masks_the_same(synthetic, sync_dask,
+                                                                                        tmp_path, monkeypatch, method,
+                                                                                        params):
+    # the block stage's level sorts, its block numbers in input order and the restored order go through files
+    # when the workers cannot hold them: the same records, blocks and values as kept in memory
+    import sdc_tasks.masking.apply as A
+    import sdc_tasks.task_graph
+
+    ddf = dd.from_pandas(synthetic, npartitions=5, sort=False)
+    ctx = StepContext(seed=3, step=0, id_column="record_id")
+    step = validate_params(method, params)
+    held = apply_step(ddf, method, VARS, step, ctx, work_dir=tmp_path / "memory")
+    in_memory = held.frame.compute()
+    written, kept = [], sdc_tasks.task_graph.kept_partitions
+
+    def recorded(frame, files):
+        pieces, pinned = kept(frame, files)
+        written.append((files.name, len(list(files.iterdir())), frame.npartitions, pinned))
+        return pieces, pinned
+
+    monkeypatch.setattr(A, "workers_hold", lambda nbytes: False)
+    monkeypatch.setattr(A, "kept_partitions", recorded)
+    spilled = apply_step(ddf, method, VARS, step, ctx, work_dir=tmp_path / "files")
+    pd.testing.assert_frame_equal(spilled.frame.compute(), in_memory)
+    assert spilled.blocks == held.blocks
+    names = [w[0] for w in written]
+    assert names == ["level-_proj0", "level-_proj1", "in-input-order", "in-input-order"]
+    assert all(files == parts and pinned == () for _, files, parts, pinned in written)
+    assert not any((tmp_path / "files").glob("block.*"))  # the block stage's files removed once it is written
+
+
+def test_kept_partitions_in_files_equal_the_persisted_ones(tmp_path, sync_dask):
+    from sdc_tasks.task_graph import Stored, kept_partitions
+
+    frame = dd.from_pandas(pd.DataFrame({"x": np.arange(50.0), "t": pd.array(list("ab") * 25, "string[pyarrow]")}),
+                           npartitions=4, sort=False)
+    held, pinned = kept_partitions(frame, None)
+    stored, none = kept_partitions(frame[frame["x"] % 3 != 0], tmp_path / "kept")
+    assert len(pinned) == 1 and none == () and len(list((tmp_path / "kept").iterdir())) == 4
+    for a, b in zip(dask.compute(*held), dask.compute(*stored)):
+        pd.testing.assert_frame_equal(a[a["x"] % 3 != 0], b)
+    assert sorted(Stored(str(f), 0, f.stat().st_size).load()["x"].min() for f in (tmp_path / "kept").iterdir()) == [
+        1.0, 13.0, 26.0, 38.0]  # partitions of 13, 13, 12 and 12 rows, the multiples of 3 left out

@@ -29,9 +29,10 @@ from sdc_tasks.masking.risk_suppression import checked_weight
 from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import COUNT_COL, ORIGINAL_PREFIX
-from sdc_tasks.scheduling import one_task_holds, shuffle_method
+from sdc_tasks.scheduling import one_task_holds, shuffle_method, workers_hold
 from sdc_tasks.stats.frequencies import frequency_tables, scope_rows, weighted_frequency_table
 from sdc_tasks.stats.moments import frame_moments, frame_spread
+from sdc_tasks.task_graph import kept_partitions
 
 TARGET_PARTITION_ROWS = 250_000
 BLOCKED_PARTITIONS = 8
@@ -54,7 +55,7 @@ class StepContext:
     categorical methods mask once per household (``household``, ``household_variables``;
     ``sdc_tasks.masking.households``) and record swapping swaps whole (``sdc_tasks.masking.swap_stage``), and the
     step's work directory (``work_dir``: kept until the step's output is written, reached by every worker), where
-    a mask stage keeps the files it reads back (the rank fold's)."""
+    a stage keeps the files it reads back (the rank fold's; the block stage's sorts beyond the workers' memory)."""
 
     seed: int
     step: int
@@ -134,18 +135,29 @@ def _block_column(part: pd.DataFrame) -> pd.DataFrame:
     return part.reset_index()
 
 
-def in_input_order(frame: dd.DataFrame, lengths: list[int]) -> tuple[list, dd.DataFrame]:
+def in_input_order(frame: dd.DataFrame, lengths: list[int], files: Path | None = None) -> tuple[list, tuple]:
     """Delayed pieces of ``frame`` (keyed by ``_pos``) holding the rows of each input partition of ``lengths``, in
-    position order, and the persisted shuffle they are cut from (keep it until the pieces are computed). Each row
-    goes to its input partition by a range shuffle on divisions known here, not by Dask's sort_values: that
+    position order, and what they are read from (keep it until the pieces are computed): the shuffled rows, held in the
+    workers' memory or, with ``files``, in files in that directory (:func:`~sdc_tasks.task_graph.kept_partitions`).
+    Each row goes to its input partition by a range shuffle on divisions known here, not by Dask's sort_values: that
     samples the column through a read that Dask may fuse into fewer partitions than the frame's, and then takes
     partitions that overlap for sorted ones (seen on Parquet files of a mask stage)."""
     offsets = B.offsets_of(lengths)
     targets = frame.assign(**{TARGET_COL: frame[B.POS_COL].map_partitions(_input_partition, offsets,
                                                                          meta=(B.POS_COL, "int64"))})
     by_part = targets.set_index(TARGET_COL, divisions=[*range(len(lengths)), len(lengths) - 1],
-                               shuffle_method=shuffle_method()).persist()
-    return [dask.delayed(_by_position)(part) for part in by_part.to_delayed()], by_part
+                               shuffle_method=shuffle_method())
+    ordered = by_part.map_partitions(_by_position, meta=_by_position(by_part._meta))
+    return kept_partitions(ordered, files)
+
+
+def files_beyond_memory(work_dir: Path | None, name: str, records: int, values: int) -> Path | None:
+    """Where a stage keeps intermediate results of ``values`` values a record (8 bytes each, an index included)
+    for ``records`` records: None, the workers' memory, when they hold them within a quarter of it
+    (:func:`~sdc_tasks.scheduling.workers_hold`) or the step has no work directory; else ``work_dir / name``."""
+    if work_dir is None or workers_hold(records * values * 8):
+        return None
+    return Path(work_dir) / name
 
 
 TARGET_COL = "_input_partition"
@@ -178,20 +190,22 @@ def _regrouped(part: pd.DataFrame, first_rank: np.ndarray, sizes: np.ndarray, pa
     return out
 
 
-def _split_level(frame: dd.DataFrame, key: str, id_col: str, sizes: np.ndarray, parts: np.ndarray, unit: int):
-    """Cut every group into ``parts`` by rank on (key, id); returns (frame, persisted sort).
+def _split_level(frame: dd.DataFrame, key: str, id_col: str, sizes: np.ndarray, parts: np.ndarray, unit: int,
+                 files: Path | None) -> tuple[dd.DataFrame, tuple]:
+    """Cut every group into ``parts`` by rank on (key, id); returns (frame, what it is read from: keep it until the
+    frame is computed).
 
-    The records are sorted on (key, id) across groups, a sort Dask range-partitions on the key (a sort led by the
-    group would put a whole group, or the whole file, in one partition); each record's rank within its group
-    comes from the group counts of the partitions before its own."""
-    ordered = frame.sort_values([key] if key == id_col else [key, id_col]).persist()
-    counts = np.concatenate(dask.compute(*[dask.delayed(_group_counts)(part, len(sizes))
-                                           for part in ordered.to_delayed()]))
+    The records are sorted on (key, id) across groups, a sort Dask range-partitions on the key (a sort led by the group
+    would put a whole group, or the whole file, in one partition), and kept in the workers' memory or, with
+    ``files``, in files in that directory (:func:`~sdc_tasks.task_graph.kept_partitions`); each record's rank within
+    its group comes from the group counts of the partitions before its own."""
+    ordered = frame.sort_values([key] if key == id_col else [key, id_col])
+    held, pinned = kept_partitions(ordered, None if files is None else files / f"level-{key}")
+    counts = np.concatenate(dask.compute(*[dask.delayed(_group_counts)(part, len(sizes)) for part in held]))
     group_start = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     first_rank = group_start + np.cumsum(counts, axis=0) - counts
-    pieces = [dask.delayed(_regrouped)(part, first_rank[i], sizes, parts, unit)
-              for i, part in enumerate(ordered.to_delayed())]
-    return dd.from_delayed(pieces, meta=ordered._meta, verify_meta=False), ordered
+    pieces = [dask.delayed(_regrouped)(part, first_rank[i], sizes, parts, unit) for i, part in enumerate(held)]
+    return dd.from_delayed(pieces, meta=ordered._meta, verify_meta=False), pinned
 
 
 def _axes(m, plan: BlockPlan, p: int) -> np.ndarray:
@@ -229,17 +243,20 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
         raise ValueError(f"k = {k} needs at least {k} records per block but {scope} has {too_small[0]}")
     scores = [f"{B.PROJ_COL}{a}" for a in range(axes.shape[1])]
     keys = scores or [ctx.id_column]
-    pinned = []
+    files = files_beyond_memory(ctx.work_dir, "block-keys", int(sizes.sum()),
+                                (len(keys) + 1) * (len(frame.columns) + 1))  # every level's sort, then the order back
+    pinned: list = []
     for level, key in enumerate(keys):
         parts = B.fanout(sizes, block_size, len(keys) - level, unit)
-        frame, ordered = _split_level(frame, key, ctx.id_column, sizes, parts, unit)
-        pinned.append(ordered)
+        frame, held = _split_level(frame, key, ctx.id_column, sizes, parts, unit, files)
+        pinned.extend(held)
         sizes = B.split_sizes(sizes, parts, unit)
-    pieces, by_pos = in_input_order(frame[[B.POS_COL, B.BLOCK_COL, *scores]], lengths)
-    pinned.append(by_pos)
+    block_keys = frame[[B.POS_COL, B.BLOCK_COL, *scores]]
+    pieces, held = in_input_order(block_keys, lengths, None if files is None else files / "in-input-order")
+    pinned.extend(held)
     records = [dask.delayed(_with_blocks)(part, piece, int(offsets[i]), variables, ctx.id_column)
                for i, (part, piece) in enumerate(zip(ddf.to_delayed(), pieces))]
-    meta = _with_blocks(ddf._meta, by_pos._meta, 0, variables, ctx.id_column)
+    meta = _with_blocks(ddf._meta, block_keys._meta, 0, variables, ctx.id_column)
     starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     cuts = B.block_cuts(starts, int(sizes.sum()), max(block_size, partition_rows(int(sizes.sum()))))
     divisions = [int(b) for b in np.searchsorted(starts, cuts[:-1])] + [len(sizes) - 1]
@@ -283,7 +300,7 @@ def with_original(ddf: dd.DataFrame, variables: list[str], ctx: StepContext) -> 
     if len(unmatched):
         raise ValueError(f"record {ctx.id_column} = {unmatched.tolist()[0]!r} has no original record")
     placeholders = ddf.assign(**{c: 0.0 for c in cols})
-    return restore_order(placeholders, joined[[B.POS_COL, *cols]], cols)
+    return restore_order(placeholders, joined[[B.POS_COL, *cols]], cols, ctx.work_dir)
 
 
 def _with_positions(part: pd.DataFrame, first: int) -> pd.DataFrame:
@@ -556,18 +573,21 @@ def _aligned(masked: dd.DataFrame, lengths: list[int], offsets: list[int]) -> bo
             and all(f == o for f, o, n in zip(layout["first"], offsets, lengths) if n))
 
 
-def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[str]) -> Staged:
+def restore_order(source: dd.DataFrame, masked: dd.DataFrame, variables: list[str],
+                  work_dir: Path | None = None) -> Staged:
     """Put masked values (keyed by ``_pos``) back into ``source``'s partitions and row order; masked variables
     take the mask stage's dtype (float64 for continuous methods), every other column passes through. Sorts by
-    position only when the masked values are not already aligned with the source's partitions."""
+    position only when the masked values are not already aligned with the source's partitions, through files in
+    ``work_dir`` (kept until the frame is written) when the workers cannot hold them (:func:`files_beyond_memory`).
+    """
     lengths = B.partition_lengths(source)
     offsets = [int(o) for o in B.offsets_of(lengths)]
     pinned: tuple = ()
     if _aligned(masked, lengths, offsets):
         back = masked.to_delayed()
     else:
-        back, by_pos = in_input_order(masked, lengths)
-        pinned = (by_pos,)
+        files = files_beyond_memory(work_dir, "in-input-order", offsets[-1], len(masked.columns) + 1)
+        back, pinned = in_input_order(masked, lengths, files)
     dtypes = {v: masked._meta[v].dtype for v in variables}
     parts = [dask.delayed(_assign_columns)(part, piece, dtypes) for part, piece in zip(source.to_delayed(), back)]
     meta = source._meta.astype(dtypes)

@@ -20,7 +20,7 @@ from sdc_tasks.masking.postmask_outcome import FIGURE_COLUMNS, PostMaskOutcome
 from sdc_tasks.masking.postmask_stage import blocked_records_with_figures, step_outcome
 from sdc_tasks.masking.registry import METHODS, Method
 from sdc_tasks.masking.swap_outcome import OUTCOME_COLUMN, SwapOutcome, swap_outcome_from_json
-from sdc_tasks.outputs import scratch_dir
+from sdc_tasks.outputs import scratch_area, scratch_dir
 from sdc_tasks.reserved import HOUSEHOLD_EXTRA_COL
 from sdc_tasks.stats.moments import frame_moments
 
@@ -28,6 +28,17 @@ from sdc_tasks.stats.moments import frame_moments
 def needs_blocks(method: str) -> bool:
     """Whether a method runs on data-driven blocks."""
     return METHODS[method].shape == "blocked"
+
+
+def blocks_written(method: str, ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: A.StepContext,
+                   work_dir: Path) -> int:
+    """Run the block stage of a blocked method (:func:`block_for`) and write its records, in partitions of whole
+    blocks, to BLOCKS in the step's ``work_dir``, the stage's own files kept in a scratch directory there until
+    then; what the stage held is released once written. Returns the number of blocks."""
+    with scratch_area("block", work_dir) as files:
+        staged = block_for(method, ddf, variables, params, replace(ctx, work_dir=files))
+        write_parquet(staged.frame, work_dir / BLOCKS)
+        return staged.blocks
 
 
 def block_for(method: str, ddf: dd.DataFrame, variables: list[str], params: dict[str, Any],
@@ -77,6 +88,11 @@ def mask_for(method: str, source: dd.DataFrame, variables: list[str], params: di
                             _record_context(row, source, variables, params, ctx))
 
 
+BLOCKS = "blocks"
+"""The directory of a step's work directory where a blocked method's block stage writes its records."""
+RESTORE_SCRATCH = "restore-scratch"
+"""The directory of a step's work directory where the restore stage keeps the masked values in input order when
+the workers cannot hold them (``apply.in_input_order``)."""
 MASKED_VALUES = "masked-values"
 """The directory of a step's work directory where its mask stage writes positions and masked values."""
 MASK_SCRATCH = "mask-scratch"
@@ -130,9 +146,8 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
     root = Path(scratch.name if scratch else work_dir)
     source, blocks = ddf, A.scope_count(ddf, ctx)
     if needs_blocks(method):
-        staged = block_for(method, ddf, variables, params, ctx)
-        write_parquet(staged.frame, root / "blocks")
-        source, blocks = read_table(root / "blocks", "parquet"), staged.blocks
+        blocks = blocks_written(method, ddf, variables, params, ctx, root)
+        source = read_table(root / BLOCKS, "parquet")
     masked = masked_values_written(method, source, variables, params, ctx, root)
-    restored = A.restore_order(ddf, read_table(masked, "parquet"), variables)
+    restored = A.restore_order(ddf, read_table(masked, "parquet"), variables, root / RESTORE_SCRATCH)
     return Applied(restored.frame, blocks, (*restored.pinned, scratch), outcome_for(method, params, masked))

@@ -19,9 +19,17 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
 from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import MASKED_VALUES, apply_step, block_for, masked_values_written, outcome_for
+from sdc_tasks.masking.methods import (
+    BLOCKS,
+    MASKED_VALUES,
+    apply_step,
+    blocks_written,
+    masked_values_written,
+    outcome_for,
+)
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
+from sdc_tasks.outputs import scratch_area
 from sdc_tasks.pipeline.preflight import check_roles
 from sdc_tasks.pipeline.spec import ReleaseSpec
 from sdc_tasks.scheduling import shuffle_method
@@ -134,9 +142,7 @@ def needs_blocks(spec: ReleaseSpec, i: int) -> bool:
 def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'block': write step ``i``'s input as block-aligned Parquet in its work directory."""
     method, variables, params, ctx = _step_args(spec, i, paths)
-    staged = block_for(method, step_source(spec, i, paths), variables, params, ctx)
-    write_parquet(staged.frame, paths.work(i) / "blocks")
-    return {"blocks": staged.blocks}
+    return {"blocks": blocks_written(method, step_source(spec, i, paths), variables, params, ctx, paths.work(i))}
 
 
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
@@ -147,7 +153,7 @@ def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
     blocked = needs_blocks(spec, i)
-    frame = read_table(paths.work(i) / "blocks", "parquet") if blocked else source
+    frame = read_table(paths.work(i) / BLOCKS, "parquet") if blocked else source
     outcome = outcome_for(method, params, masked_values_written(method, frame, variables, params, ctx, paths.work(i)))
     return {"blocks": None if blocked else scope_count(source, ctx),
             "outcome": None if outcome is None else outcome.as_dict()}
@@ -160,9 +166,10 @@ def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     last = i == len(spec.steps) - 1
     target = paths.output(i, last=last)
     masked = read_table(paths.work(i) / MASKED_VALUES, "parquet")
-    staged = restore_order(step_source(spec, i, paths), masked, variables)
     hidden = unpublished(spec) if last else []
-    write_parquet(staged.frame.drop(columns=hidden) if hidden else staged.frame, target)
+    with scratch_area("restore", paths.work(i)) as files:
+        staged = restore_order(step_source(spec, i, paths), masked, variables, files)
+        write_parquet(staged.frame.drop(columns=hidden) if hidden else staged.frame, target)
     return {"rows": int(sum(parquet_row_counts(target)))}
 
 
