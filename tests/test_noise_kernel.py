@@ -125,3 +125,36 @@ def test_validation_shapes():
         kim_transform(x, 0.1, np.zeros(2), 1)
     with pytest.raises(ValueError, match="noised_mean"):
         kim_transform(x, 0.1, np.zeros(2), 3, noised_mean=np.zeros(3))
+
+
+@pytest.mark.parametrize("correlated", [False, True])
+def test_noise_step_equals_the_unscaled_formula_and_moves_values_near_1e_minus_300(correlated):
+    # the step draws its noise for the variables scaled by powers of two: bit for bit x + normals @ L^T with
+    # L L^T = p^2 Sigma on ordinary data; on values near 1e-300, whose variance underflows to 0, still noise
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from sdc_tasks.masking.apply import StepContext
+    from sdc_tasks.masking.methods import apply_step
+    from sdc_tasks.masking.registry import validate_params
+
+    rng = np.random.default_rng(3)
+    x = np.column_stack([rng.normal(50.0, 10.0, 40), rng.gamma(2.0, 300.0, 40)])
+    x[:, 1] += 0.5 * x[:, 0]
+    frame = pd.DataFrame({"record_id": np.arange(40), "a": x[:, 0], "b": x[:, 1]})
+    params = validate_params("noise", {"p": 0.5, "correlated": correlated})
+
+    def noised(df: pd.DataFrame) -> np.ndarray:
+        step = apply_step(dd.from_pandas(df, npartitions=3, sort=False), "noise", ["a", "b"], params,
+                          StepContext(seed=4, step=0, id_column="record_id"))
+        return step.frame.compute(scheduler="synchronous")[["a", "b"]].to_numpy()
+
+    normals = record_normals(4, 0, frame["record_id"].to_numpy(), 2)
+    cov = np.cov(x, rowvar=False, bias=True)
+    sigma = cov if correlated else np.diag(np.diag(cov))
+    expected = correlated_noise(x, 0.25, sigma, normals)
+    np.testing.assert_allclose(noised(frame), expected, rtol=1e-13)
+    tiny = pd.DataFrame({"record_id": [0, 1], "a": [1e-300, -1e-300], "b": [2e-300, 3e-300]})
+    moved = noised(tiny)
+    assert np.isfinite(moved).all() and (moved != tiny[["a", "b"]].to_numpy()).all()
+    assert np.abs(moved - tiny[["a", "b"]].to_numpy()).max() < 1e-298

@@ -160,11 +160,19 @@ def noise_on_records(x: np.ndarray, ids: np.ndarray, params: dict, context: dict
     """Additive noise from record-keyed normals: N(0, alpha Sigma) with alpha = p^2 when correlated (so each
     variable's noise sd is p s_j as in the uncorrelated N(0, p s)); optionally Kim's linear transformation
     restoring means and covariances (statistical_databases_survey.txt, Noise addition;
-    sdc_methods_comparison_chapter.txt sec. 2)."""
+    sdc_methods_comparison_chapter.txt sec. 2). Where Sigma is not representable (a variance of values near
+    1e-300 underflows to 0, one near 1e300 overflows) the noise is drawn for the variables scaled by the powers of
+    two of ``context["exponent"]`` (Sigma = D S D, S the scaled covariance, D = diag(2^e)) and scaled back."""
     normals = record_normals(context["seed"], context["step"], ids, x.shape[1])
     alpha = params["p"] ** 2
-    cov = context["cov"] if params["correlated"] else np.diag(np.diag(context["cov"]))
-    z = correlated_noise(x, alpha, cov, normals)
+    scaled = context["scaled_cov"] if params["correlated"] else np.diag(np.diag(context["scaled_cov"]))
+    e = context["exponent"]
+    with np.errstate(over="ignore", under="ignore"):
+        cov = np.ldexp(scaled, e[:, None] + e[None, :])
+    if np.isfinite(cov).all() and ((np.diag(cov) > 0) == (np.diag(scaled) > 0)).all():
+        z = correlated_noise(x, alpha, cov, normals)
+    else:
+        z = x + np.ldexp(correlated_noise(np.zeros_like(x), alpha, scaled, normals), e)
     if "noised_mean" not in context:
         return z
     return kim_transform(z, alpha, context["mean"], context["n"], context["noised_mean"])

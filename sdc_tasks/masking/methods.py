@@ -56,10 +56,12 @@ def block_for(method: str, ddf: dd.DataFrame, variables: list[str], params: dict
 
 def _record_context(row: Method, ddf: dd.DataFrame, variables: list[str], params: dict[str, Any],
                     ctx: A.StepContext) -> dict:
-    """Global quantities a record kernel needs: seed, step and the moments of the step input, and what the
+    """Global quantities a record kernel needs: seed, step and the moments of the step input (the covariance
+    matrix of the variables scaled by powers of two, ``Moments.scaled_cov``, and their exponents), and what the
     method's context hook adds."""
     m = frame_moments(ddf, variables)
-    context = {"seed": ctx.seed, "step": ctx.step, "n": m.n, "mean": m.mean, "var": m.sd ** 2, "cov": m.cov}
+    context = {"seed": ctx.seed, "step": ctx.step, "n": m.n, "mean": m.mean, "var": m.sd ** 2,
+               "scaled_cov": m.scaled_cov(), "exponent": m.exponent}
     hook = row.context_hook()
     if hook is not None:
         context.update(hook(ddf, variables, params, ctx, context))
