@@ -108,10 +108,22 @@ class Interrupted(KeyboardInterrupt):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
+class _AbandonedTasks(logging.Filter):
+    """Drop asyncio's "Task exception was never retrieved" reports: once the run is interrupted, the tasks its
+    tear-down abandons (a client's gather, a comm handler of the stopping scheduler) end with the errors of
+    stopping, whose tracebacks would only alarm after the one ``interrupted:`` line."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        """Keep every record but the report of an abandoned task."""
+        return not record.getMessage().startswith("Task exception was never retrieved")
+
+
 def _interrupt(signum: int, frame) -> None:
-    """Signal handler: raise Interrupted once; a further SIGINT or SIGTERM is ignored while the run cleans up."""
+    """Signal handler: raise Interrupted once; a further SIGINT or SIGTERM is ignored while the run cleans up, and
+    the tasks its tear-down abandons are not reported (:class:`_AbandonedTasks`)."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
+    logging.getLogger("asyncio").addFilter(_AbandonedTasks())
     raise Interrupted(signum)
 
 
