@@ -193,3 +193,29 @@ def test_bad_uniforms():
         rank_swap_permutation(4, 50, np.array([0.1, 0.2, 1.0, 0.3]))
     with pytest.raises(ValueError, match="uniforms"):
         rank_swap_permutation(4, 50, np.zeros(3))
+
+
+@settings(max_examples=100, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), w=st.integers(1, 300), share=st.floats(0.0, 1.0))
+def test_the_free_rank_index_counts_and_selects_as_the_flags_do(seed, w, share):
+    """The window's free-rank index (a flag per rank, a Fenwick tree of the free ranks of each block) against the
+    flags themselves, before and after ranks are taken, across block boundaries."""
+    from sdc_tasks.masking.rankswap import _free_at, _free_index, _free_through, _take
+
+    rng = np.random.default_rng(seed)
+    taken = np.flatnonzero(rng.random(w) < share).astype(np.int64)
+    flags, tree = _free_index(w, taken)
+    free = np.ones(w, dtype=bool)
+    free[taken] = False
+
+    def agree() -> None:
+        np.testing.assert_array_equal(flags.astype(bool), free)
+        counts = np.cumsum(free)
+        assert [_free_through(flags, tree, pos) for pos in range(-1, w)] == [0, *counts.tolist()]
+        assert [_free_at(flags, tree, target) for target in range(1, counts[-1] + 1)] == np.flatnonzero(free).tolist()
+
+    agree()
+    for x in rng.permutation(np.flatnonzero(free))[: w // 3]:
+        _take(flags, tree, x)
+        free[x] = False
+        agree()

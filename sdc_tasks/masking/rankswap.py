@@ -50,72 +50,6 @@ def fewest_swapped_records(p: float) -> int:
 
 
 @numba.njit(cache=True, nogil=True)
-def _find(parent, x):
-    """Root of x in a union-find forest whose roots are the unswapped ranks (path halving)."""
-    while parent[x] != x:
-        parent[x] = parent[parent[x]]
-        x = parent[x]
-    return x
-
-
-@numba.njit(cache=True, nogil=True)
-def _free_partner(i, k, n, max_dist, perm, left, right):
-    """First unswapped rank j > i for rank i, or -1: j = min(k, n-1), else walking left, else walking right.
-
-    mu-Argus rank swapping (Moore 1996): the leftward walk stops at i+1 and the rightward walk at
-    min(n-1, i+P), so |j - i| <= P. ``left``/``right`` give the nearest unswapped rank at or below /
-    at or above a rank, so each walk costs near-constant time instead of its length.
-    """
-    start = min(k, n - 1)
-    if start <= i:
-        return -1
-    if perm[start] == start:
-        return start
-    j = _find(left, start - 1)
-    if j >= i + 1:
-        return j
-    j = _find(right, start + 1)
-    if j <= min(n - 1, i + max_dist):
-        return j
-    return -1
-
-
-@numba.njit(cache=True, nogil=True)
-def _mark_swapped(x, left, right):
-    """Link rank x to its lower and upper neighbours in the nearest-unswapped-rank forests."""
-    if x > 0:
-        left[x] = x - 1
-    right[x] = x + 1
-
-
-@numba.njit(cache=True, nogil=True)
-def _swap_partners(perm, m, n, max_dist, uniforms):
-    """Rank-space involution on a window: rank i < m pairs with a free rank among i+1..i+P drawn from uniforms[i].
-
-    statistical_databases_survey.txt, Data swapping and rank swapping; target k = i + 1 + floor(P * u_i).
-    ``perm`` holds the window's ranks (from the visited ranks' first to at least the last one's + P, or to the
-    scope's last, rank n - 1) with -1 for a rank an earlier rank already took; it is filled in place. The
-    window's first rank counts as unswapped in ``left``, harmless: no rank i looks below i + 1.
-    """
-    w = perm.shape[0]
-    left = np.arange(w)
-    right = np.arange(w + 1)
-    for x in range(w):
-        if perm[x] != x:
-            _mark_swapped(x, left, right)
-    for i in range(m):
-        if perm[i] != i:
-            continue
-        j = _free_partner(i, i + 1 + np.int64(math.floor(max_dist * uniforms[i])), n, max_dist, perm, left, right)
-        if j > i:
-            perm[i] = j
-            perm[j] = i
-            _mark_swapped(i, left, right)
-            _mark_swapped(j, left, right)
-    return perm
-
-
-@numba.njit(cache=True, nogil=True)
 def _fenwick_add(tree, pos, delta):
     """Add ``delta`` at 0-based ``pos`` of a Fenwick tree (1-based array of counts)."""
     k = pos + 1
@@ -151,43 +85,120 @@ def _fenwick_select(tree, m):
     return pos
 
 
+FREE_BLOCK = 32
+"""Ranks per block of the free-rank index: a flag per rank, a Fenwick tree of the free ranks of each block."""
+
+
 @numba.njit(cache=True, nogil=True)
-def _free_tree(perm):
-    """Fenwick tree counting the unswapped ranks of a window (``perm[x] == x``), built in O(w)."""
-    w = perm.shape[0]
-    tree = np.zeros(w + 1, dtype=np.int64)
-    for k in range(1, w + 1):
-        if perm[k - 1] == k - 1:
-            tree[k] += 1
+def _free_index(w, taken):
+    """The free ranks of a window of ``w`` ranks, those at the window positions ``taken`` already taken: a flag per
+    rank (1: free) and a Fenwick tree of each FREE_BLOCK-rank block's free ranks, built in O(w). A whole-window
+    Fenwick tree of ranks would be eight times the memory, its lookups spread over all of it."""
+    flags = np.ones(w, dtype=np.uint8)
+    for x in taken:
+        flags[x] = 0
+    blocks = (w + FREE_BLOCK - 1) // FREE_BLOCK
+    tree = np.zeros(blocks + 1, dtype=np.int64)
+    for k in range(1, blocks + 1):
+        for x in range((k - 1) * FREE_BLOCK, min(w, k * FREE_BLOCK)):
+            tree[k] += flags[x]
         parent = k + (k & -k)
-        if parent <= w:
+        if parent <= blocks:
             tree[parent] += tree[k]
-    return tree
+    return flags, tree
 
 
 @numba.njit(cache=True, nogil=True)
-def _uniform_partners(perm, m, n, max_dist, uniforms):
-    """Rank-space involution on a window (``perm`` as in ``_swap_partners``): rank i < m pairs with one of the F
-    unswapped ranks among i+1..i+P, the (floor(F u_i) + 1)-th of them in rank order (uniform among the free
-    ranks), or stays when F = 0.
+def _free_through(flags, tree, pos):
+    """How many ranks at window positions 0..pos are free (0 when pos < 0)."""
+    if pos < 0:
+        return 0
+    block = pos // FREE_BLOCK
+    total = _fenwick_prefix(tree, block - 1)
+    for x in range(block * FREE_BLOCK, pos + 1):
+        total += flags[x]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _free_at(flags, tree, target):
+    """The window position of the ``target``-th free rank (1 <= target <= the free ranks)."""
+    block = _fenwick_select(tree, target)
+    count = _fenwick_prefix(tree, block - 1)
+    x = block * FREE_BLOCK
+    while True:
+        count += flags[x]
+        if flags[x] == 1 and count == target:
+            return x
+        x += 1
+
+
+@numba.njit(cache=True, nogil=True)
+def _take(flags, tree, x):
+    """Mark the rank at window position ``x`` taken."""
+    flags[x] = 0
+    _fenwick_add(tree, x // FREE_BLOCK, -1)
+
+
+@numba.njit(cache=True, nogil=True)
+def _uniform_partner(flags, tree, i, before, u, n, max_dist):
+    """Rank i's partner drawn uniformly among the F free ranks in i+1..i+P: the (floor(F u) + 1)-th of them in rank
+    order, or -1 when F = 0 (``before``: the free ranks at or below i).
 
     statistical_databases_survey.txt, Data swapping and rank swapping: "swapped with another ranked value
-    randomly chosen within a restricted range". A Fenwick tree of the unswapped ranks counts and selects in
-    O(log n).
-    """
-    tree = _free_tree(perm)
+    randomly chosen within a restricted range"."""
+    free = _free_through(flags, tree, min(n - 1, i + max_dist)) - before
+    if free == 0:
+        return -1
+    return _free_at(flags, tree, before + 1 + np.int64(math.floor(free * u)))
+
+
+@numba.njit(cache=True, nogil=True)
+def _walk_partner(flags, tree, i, before, u, n, max_dist):
+    """Rank i's partner by the mu-Argus walk (Moore 1996): the target k = i + 1 + floor(P u), j = min(k, n-1) if it
+    is free, else the nearest free rank below it down to i+1, else the nearest free rank above it up to
+    min(n-1, i+P), else -1 (``before``: the free ranks at or below i)."""
+    start = min(i + 1 + np.int64(math.floor(max_dist * u)), n - 1)
+    if start <= i:
+        return -1
+    if flags[start] == 1:
+        return start
+    below = _free_through(flags, tree, start - 1)
+    if below > before:
+        return _free_at(flags, tree, below)
+    if _free_through(flags, tree, min(n - 1, i + max_dist)) > below:
+        return _free_at(flags, tree, below + 1)
+    return -1
+
+
+@numba.njit(cache=True, nogil=True)
+def _partners(m, w, n, max_dist, uniforms, taken, walk):
+    """Partners of the first ``m`` ranks of a window of ``w`` ranks (``n``: ranks from the window's first to the
+    scope's last; ``taken``: window positions an earlier rank already took): perm (int64, m), perm[i] the rank i
+    pairs with, i itself when it stays, -1 when taken before. Ranks are visited in order; an unswapped rank i
+    pairs with a free rank in i+1..i+P drawn with uniforms[i] by :func:`_walk_partner` (``walk``) or
+    :func:`_uniform_partner`, or stays when there is none. The free ranks are counted and selected in O(log w)
+    (:func:`_free_index`)."""
+    perm = np.arange(m)
+    for x in taken:
+        if x < m:
+            perm[x] = -1
+    flags, tree = _free_index(w, taken)
     for i in range(m):
         if perm[i] != i:
             continue
-        before = _fenwick_prefix(tree, i)
-        free = _fenwick_prefix(tree, min(n - 1, i + max_dist)) - before
-        if free == 0:
+        before = _free_through(flags, tree, i)
+        if walk:
+            j = _walk_partner(flags, tree, i, before, uniforms[i], n, max_dist)
+        else:
+            j = _uniform_partner(flags, tree, i, before, uniforms[i], n, max_dist)
+        if j < 0:
             continue
-        j = _fenwick_select(tree, before + 1 + np.int64(math.floor(free * uniforms[i])))
         perm[i] = j
-        perm[j] = i
-        _fenwick_add(tree, i, -1)
-        _fenwick_add(tree, j, -1)
+        if j < m:
+            perm[j] = i
+        _take(flags, tree, i)
+        _take(flags, tree, j)
     return perm
 
 
@@ -218,15 +229,13 @@ def rank_swap_permutation(n: int, p: float, uniforms: np.ndarray, partner: str =
     max_dist = max_rank_distance(int(n), p)
     if max_dist == 0:
         return np.arange(n, dtype=np.int64)
-    return _window_partners(partner, np.arange(n, dtype=np.int64), int(n), int(n), max_dist, u)
+    return _window_partners(partner, int(n), int(n), int(n), max_dist, u, np.zeros(0, dtype=np.int64))
 
 
-def _window_partners(partner: str, perm: np.ndarray, m: int, n: int, max_dist: int, u: np.ndarray) -> np.ndarray:
-    """The partner rule's kernel on a window of ranks (``perm`` as in ``_swap_partners``, filled in place): the
-    first ``m`` ranks visited, ``n`` ranks from the window's first to the scope's last."""
-    if partner == "uniform":
-        return _uniform_partners(perm, m, n, max_dist, u)
-    return _swap_partners(perm, m, n, max_dist, u)
+def _window_partners(partner: str, m: int, w: int, n: int, max_dist: int, u: np.ndarray,
+                     taken: np.ndarray) -> np.ndarray:
+    """The partner rule's partners of the first ``m`` ranks of a window of ``w`` ranks (:func:`_partners`)."""
+    return _partners(m, w, n, max_dist, u, taken, partner == "nearest_free")
 
 
 def rank_swap_column(values: np.ndarray, tiebreak: np.ndarray, p: float, rng: np.random.Generator,
@@ -280,9 +289,8 @@ def rank_swap_chunk(values: np.ndarray, positions: np.ndarray, first: int, n: in
     if max_dist == 0:
         return np.asarray(positions, np.int64), np.asarray(values, np.float64), NO_CARRY
     rng.bit_generator.advance(int(first))
-    perm = np.arange(min(n - first, m + max_dist), dtype=np.int64)
-    perm[carry.ranks - first] = -1
-    perm = _window_partners(partner, perm, m, int(n - first), max_dist, rng.random(m))[:m]
+    perm = _window_partners(partner, m, min(int(n - first), m + max_dist), int(n - first), max_dist, rng.random(m),
+                            carry.ranks - first)
     inside = (perm >= 0) & (perm < m)
     later = perm >= m
     resolved = carry.ranks < first + m
