@@ -193,15 +193,26 @@ def test_evaluate_flow_writes_metrics_and_report(tmp_path, census, census_vars, 
     assert "EVALUATED" in report and "PUBLISHED" not in report and "Release gate" not in report
 
 
-def test_same_metrics_on_one_two_and_four_workers(census, census_vars):
+def test_same_metrics_on_one_two_and_four_workers(census, census_vars, dask_scheduler):
+    """The metrics of one evaluation on one thread of this process, on the session's cluster of two worker processes
+    and on four worker threads of a cluster in this process agree."""
+    from distributed import Client, LocalCluster
+
     from sdc_tasks.cluster import dask_client
 
     masked = noisy(census, census_vars, seed=9)
-    results = []
-    for workers in (1, 2, 4):
-        with dask_client(workers=workers):
-            results.append(evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3),
-                                    "record_id", census_vars, census_vars[:7]))
+
+    def evaluated() -> dict:
+        return evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3), "record_id",
+                        census_vars, census_vars[:7])
+
+    with dask.config.set(scheduler="synchronous"):
+        results = [evaluated()]
+    with dask_client(dask_scheduler):
+        results.append(evaluated())
+    with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        results.append(evaluated())
     for other in results[1:]:
         for key, value in results[0].items():
             if isinstance(value, float):
