@@ -247,7 +247,8 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
 @app.command()
 def demo(out: Path = typer.Option(Path("sdc-demo-output"), help="output directory"),
          workers: int = typer.Option(2, help="Dask workers of the local cluster")) -> None:
-    """Run the release flow on the bundled Census file with the bundled spec (MDAV, k = 7, 3 attributes at a time)."""
+    """Run the release flow on the bundled Census file with the bundled spec (MD microaggregation, k = 7, 3
+    attributes at a time)."""
     from sdc_tasks.generate import bundled_path
 
     _run_release(str(bundled_path("demo.yaml")), out.resolve(), None, workers, True)
