@@ -174,3 +174,27 @@ def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monke
     bad.loc[1234, "smooth"] = np.inf
     with pytest.raises(ValueError, match="variable 'smooth' has a non-finite value in record 1234"):
         mask_values(uneven(bad, 9), {"p": 10}, None, 0, monkeypatch, tmp_path)
+
+
+def test_the_fold_graph_grows_with_the_partitions_not_their_square(tmp_path, sync_dask):
+    """The fold's tasks share one copy of its splitters, file lists and offsets and wait on one count of the
+    records sent: its dependencies and its pickled graph grow in step with the partitions (each chain task once
+    depended on every sending task and carried its own copy of every file name)."""
+    import cloudpickle
+
+    from sdc_tasks.masking.fold import folded_records
+
+    def graph_of(partitions: int) -> tuple[int, int]:
+        n = 100 * partitions
+        rng = np.random.default_rng(partitions)
+        frame = pd.DataFrame({"record_id": np.arange(n), **{f"v{i}": rng.random(n) for i in range(3)}})
+        out = folded_records(dd.from_pandas(frame, npartitions=partitions, sort=False), [100] * partitions,
+                             ["v0", "v1", "v2"], rankswap_fold, {"p": 15.0}, 1, 1, "record_id", None, 100,
+                             tmp_path / str(partitions))
+        graph = dict(out.__dask_graph__())
+        edges = sum(len(getattr(task, "dependencies", ())) for task in graph.values())
+        return edges, len(cloudpickle.dumps(graph))
+
+    (edges_20, bytes_20), (edges_80, bytes_80) = graph_of(20), graph_of(80)
+    assert edges_80 <= 4.5 * edges_20
+    assert bytes_80 <= 4.5 * bytes_20

@@ -165,11 +165,11 @@ def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes:
     return out, state
 
 
-def _chunk_folded(sent: list[int], files: list[Path], j: int, state: FoldState, first_code: int, sizes: np.ndarray,
+def _chunk_folded(sent: int, files: list[Path], j: int, state: FoldState, first_code: int, sizes: np.ndarray,
                   labels: list, var: str, id_col: str, fold: ColumnFold, params: dict, seed: int, step: int,
                   stratified: bool, offsets: np.ndarray, settled: Path) -> FoldState:
     """Step 3 for rank-ordered partition ``j`` of ``var``: its keys read from the input partitions' ``files``
-    (``sent``: the records their tasks wrote, every one done) and folded from ``state`` (:func:`_fold_chunk`);
+    (``sent``: the records their tasks wrote, all of them done) and folded from ``state`` (:func:`_fold_chunk`);
     what it settles written to ``settled``, a batch per input partition. Returns the state for the next chunk."""
     ordered = _rank_ordered(read_batches(files, j), id_col, stratified)
     out, state = _fold_chunk(ordered, state, first_code, sizes, labels, var, fold, params, seed, step, stratified)
@@ -201,6 +201,13 @@ def _columns_at(offset: int, n: int, i: int, settled: dict[str, list[Path]], don
     return out
 
 
+def _shared(value: Any):
+    """``value`` as one task of the graph that the tasks reading it depend on, instead of a copy in each of them (a
+    rank fold over P partitions would otherwise carry P copies of the splitters, file lists and offsets: a graph
+    growing as P squared)."""
+    return dask.delayed(value, pure=True, traverse=False)
+
+
 def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], fold: ColumnFold, params: dict,
                    seed: int, step: int, id_col: str, strata: str | None, target_rows: int,
                    work: Path) -> dd.DataFrame:
@@ -222,19 +229,23 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
     splitters = {var: _splitters(samples[var], count, id_col, stratified) for var in variables}
     work.mkdir(parents=True, exist_ok=True)
     keys = {var: [work / f"keys-{k:03d}-{i:05d}.arrow" for i in range(len(parts))] for k, var in enumerate(variables)}
-    sent = [dask.delayed(_keys_sent)(part, int(offsets[i]), variables, id_col, strata, scopes.labels, splitters,
-                                     count, {var: keys[var][i] for var in variables})
-            for i, part in enumerate(parts)]
-    settled, done = {}, []
-    for k, var in enumerate(variables):
-        settled[var] = [work / f"settled-{k:03d}-{j:05d}.arrow" for j in range(count)]
+    split_at = _shared(splitters)
+    sent = dask.delayed(sum)([dask.delayed(_keys_sent)(part, int(offsets[i]), variables, id_col, strata,
+                                                        scopes.labels, split_at, count,
+                                                        {var: keys[var][i] for var in variables})
+                              for i, part in enumerate(parts)])
+    settled = {var: [work / f"settled-{k:03d}-{j:05d}.arrow" for j in range(count)] for k, var in enumerate(variables)}
+    bounds, done = _shared(offsets), []
+    for var in variables:
         state: Any = FoldState()
+        sources = _shared(keys[var])
         for j, (lo, hi) in enumerate(_code_bounds(splitters[var], len(scopes.labels))):
-            state = dask.delayed(_chunk_folded)(sent, keys[var], j, state, lo, scopes.sizes[lo:hi + 1],
+            state = dask.delayed(_chunk_folded)(sent, sources, j, state, lo, scopes.sizes[lo:hi + 1],
                                                 scopes.labels[lo:hi + 1], var, id_col, fold, params, seed, step,
-                                                stratified, offsets, settled[var][j])
+                                                stratified, bounds, settled[var][j])
         done.append(state)
-    pieces = [dask.delayed(_columns_at)(int(offsets[i]), lengths[i], i, settled, done, variables)
+    settled_at = _shared(settled)
+    pieces = [dask.delayed(_columns_at)(int(offsets[i]), lengths[i], i, settled_at, done, variables)
               for i in range(len(lengths))]
     meta = pd.DataFrame({POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype="float64") for v in variables}})
     return dd.from_delayed(pieces, meta=meta, verify_meta=False)
