@@ -74,10 +74,12 @@ def canaries() -> dict[tuple[int, str], float]:
 
 def patterns(values, texts=()) -> list[bytes]:
     """Text forms of each canary number (its integer part standing alone covers repr, str and any fixed
-    decimals; plus scientific notation) and its float64 bytes as stored in binary files; each text canary."""
+    decimals; plus scientific notation) and its float64 bytes as stored in binary files; each text canary.
+    An integer part follows no decimal point: a database stores a timestamp's microseconds (``.918881``) right
+    before a record header byte that may be an ASCII digit, which would read as a canary's integer part."""
     out = [re.escape(t.encode()) for t in texts]
     for v in values:
-        out.append(rb"(?<![0-9])" + str(int(v)).encode() + rb"(?![0-9])")
+        out.append(rb"(?<![0-9.])" + str(int(v)).encode() + rb"(?![0-9])")
         out += [re.escape(f"{v:.{d}e}".encode()) for d in range(4, 16)]
         out.append(re.escape(struct.pack("<d", v)))
     return out
