@@ -108,28 +108,22 @@ class Interrupted(KeyboardInterrupt):
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
-class _StoppingReports(logging.Filter):
-    """Drop the error reports of an interrupted run's tear-down: asyncio's "Task exception was never retrieved" for
-    the tasks it abandons (a client's gather, a comm handler of the stopping scheduler) and Dask's "Exception while
-    handling op" for a scheduler request about what the stop already removed (a worker asking after a P2P shuffle
-    the scheduler forgot: ``restrict_task``'s KeyError). Their tracebacks would only alarm after the one
-    ``interrupted:`` line."""
-
-    LOGGERS = ("asyncio", "distributed.core")
-    MESSAGES = ("Task exception was never retrieved", "Exception while handling op")
+class _AbandonedTasks(logging.Filter):
+    """Drop asyncio's "Task exception was never retrieved" reports: once the run is interrupted, the tasks its
+    tear-down abandons (a client's gather, a comm handler of the stopping scheduler) end with the errors of
+    stopping, whose tracebacks would only alarm after the one ``interrupted:`` line."""
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Keep every record but the report of an abandoned task or of a request the stop left unserved."""
-        return not record.getMessage().startswith(self.MESSAGES)
+        """Keep every record but the report of an abandoned task."""
+        return not record.getMessage().startswith("Task exception was never retrieved")
 
 
 def _interrupt(signum: int, frame) -> None:
     """Signal handler: raise Interrupted once; a further SIGINT or SIGTERM is ignored while the run cleans up, and
-    the errors of its tear-down are not reported (:class:`_StoppingReports`)."""
+    the tasks its tear-down abandons are not reported (:class:`_AbandonedTasks`)."""
     for sig in STOP_SIGNALS:
         signal.signal(sig, signal.SIG_IGN)
-    for name in _StoppingReports.LOGGERS:
-        logging.getLogger(name).addFilter(_StoppingReports())
+    logging.getLogger("asyncio").addFilter(_AbandonedTasks())
     raise Interrupted(signum)
 
 

@@ -115,16 +115,23 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
         yield client
 
 
-class _InterruptedGathers(logging.Filter):
-    """Drop asyncio's "Task exception was never retrieved" for a gather the client ended (``AllExit``) because the
-    run was interrupted while it waited: nothing is lost, and the traceback would only alarm."""
+class _ReleasedWorkReports(logging.Filter):
+    """Drop Dask's reports of work the run released while it still ran (interrupted, or ended by a failure):
+    asyncio's "Task exception was never retrieved" for a gather the client ended (``AllExit``), and the in-process
+    scheduler's "Exception while handling op restrict_task" for a worker asking after a P2P shuffle the scheduler
+    already forgot (``KeyError``). Nothing is lost, and their tracebacks would only alarm after the run's own
+    report."""
+
+    LOGGERS = ("asyncio", "distributed.core")
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Keep every record but that of an abandoned gather."""
-        return not (record.exc_info and isinstance(record.exc_info[1], AllExit))
+        """Keep every record but the report of an ended gather or of a forgotten shuffle's restriction."""
+        error = record.exc_info[1] if record.exc_info else None
+        return not (isinstance(error, AllExit) or (
+            isinstance(error, KeyError) and record.getMessage() == "Exception while handling op restrict_task"))
 
 
-_GATHERS_FILTER = _InterruptedGathers()
+_RELEASED_WORK_FILTER = _ReleasedWorkReports()
 
 
 @contextlib.contextmanager
@@ -146,7 +153,8 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
             yield withholding_worker_errors(client)
         return
     check_tls_settings(address, tls)
-    logging.getLogger("asyncio").addFilter(_GATHERS_FILTER)
+    for name in _ReleasedWorkReports.LOGGERS:
+        logging.getLogger(name).addFilter(_RELEASED_WORK_FILTER)
     level, worker_level = (logging.INFO, logging.INFO) if verbose() else (logging.ERROR, logging.CRITICAL)
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
     with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
