@@ -118,8 +118,8 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
 class _ReleasedWorkReports(logging.Filter):
     """Drop Dask's reports of work the run released while it still ran (interrupted, or ended by a failure):
     asyncio's "Task exception was never retrieved" for a gather the client ended (``AllExit``), and the in-process
-    scheduler's "Exception while handling op restrict_task" for a worker asking after a P2P shuffle the scheduler
-    already forgot (``KeyError``). Nothing is lost, and their tracebacks would only alarm after the run's own
+    scheduler's "Exception while handling op shuffle_restrict_task" for a worker asking after a P2P shuffle the
+    scheduler already forgot (``KeyError``). Nothing is lost, and their tracebacks would only alarm after the run's own
     report."""
 
     LOGGERS = ("asyncio", "distributed.core")
@@ -127,8 +127,8 @@ class _ReleasedWorkReports(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         """Keep every record but the report of an ended gather or of a forgotten shuffle's restriction."""
         error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, AllExit) or (
-            isinstance(error, KeyError) and record.getMessage() == "Exception while handling op restrict_task"))
+        return not (isinstance(error, AllExit) or (isinstance(error, KeyError) and record.getMessage() ==
+                                                     "Exception while handling op shuffle_restrict_task"))
 
 
 _RELEASED_WORK_FILTER = _ReleasedWorkReports()
