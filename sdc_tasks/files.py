@@ -1,7 +1,8 @@
 """What is known of input files without reading their records: the format of a file or dataset directory, the
 checks of its entries and of its header or footer (the columns it holds), identities and checksums of files, and
-the text formats of specs and results (YAML in, strict JSON out). Light on purpose (no Dask, no pandas): a spec
-or path error answers before anything heavy is imported (``sdc validate``, the preflight of ``sdc release``)."""
+the text formats of specs and results (YAML in, strict JSON out). Light on purpose (no Dask, no pandas; pyarrow
+imported when a Parquet footer is read): a spec or path error answers before anything heavy is imported (``sdc
+validate``, the preflight of ``sdc release``), and ``sdc --help`` stays quick."""
 
 from __future__ import annotations
 
@@ -10,15 +11,15 @@ import hashlib
 import json
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.parquet as pq
 import yaml
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.reserved import reserved_role
+
+if TYPE_CHECKING:
+    import pyarrow as pa
 
 STATISTICAL_SUFFIXES = {".sav": "sav", ".zsav": "sav", ".dta": "dta", ".sas7bdat": "sas7bdat", ".xpt": "xpt"}
 """The statistical packages' file formats (read by ``sdc_tasks.statistical_files``), by suffix."""
@@ -132,13 +133,15 @@ def _csv_header(path: Path) -> list[tuple[str, str]]:
     return [(name, "") for name in header]
 
 
-PASSED_THROUGH = (pa.types.is_integer, pa.types.is_floating, pa.types.is_boolean, pa.types.is_decimal,
-                  pa.types.is_date32, pa.types.is_timestamp, pa.types.is_duration, pa.types.is_string,
-                  pa.types.is_large_string)  # Parquet types that come out of masking as they went in
+PASSED_THROUGH = ("is_integer", "is_floating", "is_boolean", "is_decimal", "is_date32", "is_timestamp", "is_duration",
+                  "is_string", "is_large_string")
+"""The ``pyarrow.types`` tests of the Parquet types that come out of masking as they went in."""
 
 
 def _value_type(arrow_type: pa.DataType) -> pa.DataType:
     """The type of the values a column holds: a dictionary-encoded column's value type, else its own type."""
+    import pyarrow as pa
+
     return arrow_type.value_type if pa.types.is_dictionary(arrow_type) else arrow_type
 
 
@@ -146,12 +149,15 @@ def _parquet_columns(path: Path) -> list[tuple[str, str]]:
     """(name, type of its values) of each column of a Parquet file, from its footer (a dictionary-encoded column
     has its value type: it is read decoded); InputError naming a column whose type would not pass through masking
     unchanged (nested, binary, time of day, null type)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
     try:
         schema = pq.read_schema(path)
     except Exception as exc:
         raise InputError(f"cannot read {path} as parquet: {reader_reason(exc)}") from None
     for field in schema:
-        if not any(kind(_value_type(field.type)) for kind in PASSED_THROUGH):
+        if not any(getattr(pa.types, kind)(_value_type(field.type)) for kind in PASSED_THROUGH):
             raise InputError(f"column {field.name!r} of {path} has Parquet type {field.type}, which sdc cannot "
                              "pass through unchanged (nested, binary, time-of-day and null-typed columns are "
                              "refused): write it as numbers, text, dates or timestamps")
@@ -281,6 +287,8 @@ def write_json(path: Path, obj: dict) -> Path:
 
 def _json_default(o):
     """JSON encoding for numpy scalars and paths."""
+    import numpy as np  # loaded already when ``o`` is one of its scalars
+
     if isinstance(o, np.generic):
         return o.item()
     if isinstance(o, Path):

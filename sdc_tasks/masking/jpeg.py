@@ -24,8 +24,7 @@ import numpy as np
 from PIL import Image
 
 from sdc_tasks.masking.checks import finite_array
-
-TILE_ROWS = 65_496
+from sdc_tasks.masking.params import TILE_ROWS
 
 
 def _check_quality(q: object) -> int:

@@ -26,6 +26,9 @@ LARGEST_BLOCK = 10_000_000
 """The most records per block of a blocked method (a block is held and worked on in one worker's memory)."""
 LARGEST_COUNT = 1_000_000
 """The largest count of categories or attributes a parameter may name."""
+TILE_ROWS = 65_496
+"""Rows of one JPEG image of the jpeg method (sdc_tasks.masking.jpeg): the largest multiple of the 8-row DCT block
+that libjpeg encodes (at most 65,500 rows); the method's fixed block size."""
 
 
 class MdavParams(Params):

@@ -14,8 +14,8 @@ from typing import Any, Callable, Literal, Union, get_args, get_origin
 import yaml
 from pydantic import ValidationError
 
-from sdc_tasks.masking.jpeg import TILE_ROWS
 from sdc_tasks.masking.params import (
+    TILE_ROWS,
     CodingParams,
     GlobalRecodingParams,
     JpegParams,
