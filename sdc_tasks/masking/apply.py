@@ -226,7 +226,8 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     partition count.
 
     Only the sort keys go through the levels' sorts; the records themselves move once, to the partition of
-    their block (a shuffle on the block number with the partition boundaries known in advance)."""
+    their block (a shuffle on the block number with the partition boundaries known in advance). A level that cuts
+    no group (every stratum under two blocks' records) sorts nothing."""
     lengths = B.partition_lengths(ddf)
     offsets = B.offsets_of(lengths)
     labels = stratum_labels(ddf, ctx.strata)
@@ -246,14 +247,21 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     files = files_beyond_memory(ctx.work_dir, "block-keys", int(sizes.sum()),
                                 (len(keys) + 1) * (len(frame.columns) + 1))  # every level's sort, then the order back
     pinned: list = []
+    cut = False
     for level, key in enumerate(keys):
         parts = B.fanout(sizes, block_size, len(keys) - level, unit)
+        if (parts == 1).all():  # a level that cuts no group keeps every record's block: no sort
+            continue
+        cut = True
         frame, held = _split_level(frame, key, ctx.id_column, sizes, parts, unit, files)
         pinned.extend(held)
         sizes = B.split_sizes(sizes, parts, unit)
     block_keys = frame[[B.POS_COL, B.BLOCK_COL, *scores]]
-    pieces, held = in_input_order(block_keys, lengths, None if files is None else files / "in-input-order")
-    pinned.extend(held)
+    if cut:
+        pieces, held = in_input_order(block_keys, lengths, None if files is None else files / "in-input-order")
+        pinned.extend(held)
+    else:  # no level sorted: the key frame's partitions are the input's, in its order
+        pieces = block_keys.to_delayed()
     records = [dask.delayed(_with_blocks)(part, piece, int(offsets[i]), variables, ctx.id_column)
                for i, (part, piece) in enumerate(zip(ddf.to_delayed(), pieces))]
     meta = _with_blocks(ddf._meta, block_keys._meta, 0, variables, ctx.id_column)
