@@ -79,7 +79,8 @@ def _form_group(c, cols, span, alive, k, g, labels, row_of, d, v, members, dist_
     """Label the remaining row at position ``c`` and its k-1 closest remaining rows as group g and mark them
     removed (survey, MDAV step 3); ties go to the lowest position. Leaves each row's distance to row ``c`` in
     ``d``."""
-    v[:] = cols[:, c]
+    for j in range(cols.shape[0]):
+        v[j] = cols[j, c]
     _column_distances(cols, span, v, d)
     d[c] = -1.0
     filled = 0
@@ -102,8 +103,9 @@ def _compacted(rows, cols, row_of, alive, span):
     for a in range(span):
         if alive[a]:
             if kept != a:
-                rows[kept] = rows[a]
-                cols[:, kept] = cols[:, a]
+                for j in range(rows.shape[1]):
+                    rows[kept, j] = rows[a, j]
+                    cols[j, kept] = cols[j, a]
                 row_of[kept] = row_of[a]
                 alive[kept] = True
                 alive[a] = False
@@ -125,9 +127,13 @@ def _scan_labels(z, k):
     """
     n, p = z.shape
     rows = np.empty((n, p))
-    rows[:] = z
     cols = np.empty((p, n))
-    cols[:] = z.T
+    for i in range(n):
+        for j in range(p):
+            rows[i, j] = z[i, j]
+    for j in range(p):
+        for i in range(n):
+            cols[j, i] = z[i, j]
     row_of = np.arange(n)
     alive = np.ones(n, np.bool_)
     labels = np.full(n, -1, np.int64)
