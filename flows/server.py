@@ -3,12 +3,19 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
 from typing import Iterator
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.outputs import noted_process, terminal_signals_blocked
 
 SERVER_COMMAND = "prefect.server.api.server:create_app"
+LOOPBACK = "127.0.0.1"
+PORT_TAKEN = 3  # uvicorn's exit status when it cannot bind its port (taken since it was found free): try another
 HEALTH_SECONDS = 5
 """How long a configured Prefect API has to answer its health check before a run fails naming it."""
 
@@ -18,43 +25,73 @@ def temporary_server() -> Iterator[None]:
     """For the block, Prefect's temporary server when no PREFECT_API_URL is set (the one Prefect would start on
     first use), its process noted in the private scratch directory: stopped on leaving the block, and ended by
     the next run of the tool if this process is killed first. With a server configured, nothing is started."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_UI_URL, temporary_settings
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         check_api(PREFECT_API_URL.value())
         yield
         return
-    server = _detached_server()
-    server.start()
+    process, url = _started_server()
     try:
-        with noted_process(server.server_process.pid, SERVER_COMMAND):
-            yield
+        # no UI is served: an empty UI URL keeps Prefect from printing links to it
+        with noted_process(process.pid, SERVER_COMMAND), temporary_settings({PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
+            try:
+                yield
+            finally:
+                _delivered()
     finally:
-        _delivered()
-        server.stop()
+        process.kill()
+        process.wait()
 
 
-def _detached_server():
-    """Prefect's temporary server (the instance Prefect's clients find), whose process is started with SIGINT and
-    SIGTERM blocked: the terminal's Ctrl-C or a SIGTERM to the whole process group reaches this run, which stops
-    the server (SIGKILL) after the run has reported to it."""
-    from prefect.server.api.server import SubprocessASGIServer
+def _started_server() -> tuple[subprocess.Popen, str]:
+    """Prefect's server app (uvicorn, without its UI, in Prefect's ephemeral mode) in a process of its own on a free
+    loopback port, started with SIGINT and SIGTERM blocked (its blocked mask survives exec: the terminal's Ctrl-C or a
+    SIGTERM to the whole process group reaches this run, which stops the server after the run has reported to it),
+    once it answers its health check; and its API URL. The app is not imported here (Prefect's own launcher, in the
+    server's module, costs this process 2.5 s of imports before the server starts); TimeoutError when it does not
+    answer within PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS."""
+    import httpx
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
-    class DetachedServer(SubprocessASGIServer):
-        """The server process of ``SubprocessASGIServer``, started without the terminal's SIGINT and SIGTERM."""
+    timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
+    deadline = time.monotonic() + timeout
+    while True:
+        process, url = _server_process()
+        try:
+            with httpx.Client() as client:
+                while (code := process.poll()) is None and time.monotonic() < deadline:
+                    with contextlib.suppress(httpx.TransportError):
+                        if client.get(f"{url}/health").status_code == 200:
+                            return process, url
+                    time.sleep(0.1)
+        except BaseException:
+            process.kill()
+            process.wait()
+            raise
+        if code != PORT_TAKEN:
+            process.kill()
+            process.wait()
+            raise TimeoutError(f"Prefect's temporary server did not answer within {timeout} s (exit status {code}); "
+                               "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher on a loaded machine, or "
+                               "PREFECT_API_URL to use a running server")
 
-        def _run_uvicorn_command(self):
-            """Start the server process with SIGINT and SIGTERM blocked (its blocked mask survives exec)."""
-            with terminal_signals_blocked():
-                return super()._run_uvicorn_command()
 
-        def stop(self) -> None:
-            """Kill the server process (it does not take SIGTERM), then let Prefect forget the instance."""
-            if self.server_process:
-                self.server_process.kill()
-            super().stop()
+def _server_process() -> tuple[subprocess.Popen, str]:
+    """Prefect's server app starting on a free loopback port, the current Prefect settings in its environment, and
+    its API URL."""
+    import prefect
+    from prefect.settings import get_current_settings
 
-    return DetachedServer()
+    with socket.socket() as probe:
+        probe.bind((LOOPBACK, 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "PREFECT_UI_ENABLED": "0", "PREFECT__SERVER_EPHEMERAL": "1", "PREFECT__SERVER_FINAL": "1",
+           **get_current_settings().to_environment_variables(exclude_unset=True)}
+    command = [sys.executable, "-m", "uvicorn", "--app-dir", str(prefect.__module_path__.parent), "--factory",
+               SERVER_COMMAND, "--host", LOOPBACK, "--port", str(port), "--log-level", "error", "--lifespan", "on"]
+    with terminal_signals_blocked():
+        return subprocess.Popen(command, env=env), f"http://{LOOPBACK}:{port}/api"
 
 
 def check_api(url: str | None) -> None:
