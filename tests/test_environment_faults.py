@@ -393,6 +393,30 @@ def test_a_prefect_api_that_never_answers_is_refused_naming_it(silent_api):
                               "temporary one")
 
 
+def test_a_temporary_server_that_does_not_answer_in_time_is_stopped_and_named(tmp_path):
+    """The temporary server is given PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS to answer (1 s here, less than
+    it takes to start): the run ends with a TimeoutError naming the setting, and the server's process is gone."""
+    import psutil
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_HOME,
+        PREFECT_SERVER_EPHEMERAL_ENABLED,
+        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
+        temporary_settings,
+    )
+
+    from flows.server import temporary_server
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with temporary_settings({PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1, PREFECT_HOME: tmp_path,
+                             PREFECT_SERVER_EPHEMERAL_ENABLED: True}, restore_defaults={PREFECT_API_URL}), \
+            pytest.raises(TimeoutError, match=r"^Prefect's temporary server did not answer within 1 s .*"
+                                              "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"):
+        with temporary_server():
+            pytest.fail("the block ran without a server")
+    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
+
+
 def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_path, silent_api):
     """Prefect's own client would wait its request timeout (60 s) and retry 5 times; the health check tries once,
     for a few seconds (the command's time limit here is well under Prefect's waits)."""
