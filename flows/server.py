@@ -72,8 +72,9 @@ def _started_server() -> tuple[subprocess.Popen, str]:
         if code != PORT_TAKEN:
             process.kill()
             process.wait()
-            raise TimeoutError(f"Prefect's temporary server did not answer within {timeout} s (exit status {code}); "
-                               "set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher on a loaded machine, or "
+            state = "still starting" if code is None else f"it exited with status {code}"
+            raise TimeoutError(f"Prefect's temporary server did not answer within {timeout} s ({state}); set "
+                               "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher on a loaded machine, or "
                                "PREFECT_API_URL to use a running server")
 
 
