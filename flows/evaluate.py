@@ -13,13 +13,13 @@ from pathlib import Path
 from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 
-from flows.artifacts import publish_artifacts
+from flows.artifacts import published_with_artifacts
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.errors import value_free
 from sdc_tasks.evaluation.measures import evaluate_paths
 from sdc_tasks.metrics.catalogue import DEFAULT_FAMILIES
 from sdc_tasks.outputs import atomic_output_dir
-from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, evaluation_summary, now, publish
+from sdc_tasks.pipeline.summary import ReleaseSummary, StageTimes, evaluation_summary, now
 from sdc_tasks.tls import TlsFiles
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
@@ -37,8 +37,7 @@ def measures(original: str, masked: str, id_col: str, variables, key_vars, famil
 @value_free("report")
 def report(summary: ReleaseSummary, root: str) -> None:
     """Write metrics.json, report.md, report.html and the R-U map; publish UI artifacts."""
-    publish(summary, Path(root))
-    publish_artifacts(summary.as_dict(), "evaluation", summary.name)
+    published_with_artifacts(summary, Path(root), "evaluation")
 
 
 @flow(name="evaluate", log_prints=False, persist_result=False)

@@ -16,7 +16,7 @@ from prefect import flow, get_run_logger, task
 from prefect.cache_policies import NO_CACHE
 from prefect.states import State
 
-from flows.artifacts import publish_artifacts
+from flows.artifacts import published_with_artifacts
 from flows.progress import flow_progress
 from flows.states import refused_state
 from sdc_tasks.errors import ReleaseRefused, SdcError, StageFailed, value_free
@@ -25,7 +25,7 @@ from sdc_tasks.pipeline.gate import GateCheck, gate_checks
 from sdc_tasks.pipeline.preflight import checked_spec, release_overrides
 from sdc_tasks.pipeline.run import Stages, released, spec_cluster
 from sdc_tasks.pipeline.spec import ReleaseSpec
-from sdc_tasks.pipeline.summary import ReleaseSummary, publish
+from sdc_tasks.pipeline.summary import ReleaseSummary
 from sdc_tasks.tls import TlsFiles
 
 STAGE = dict(cache_policy=NO_CACHE, persist_result=False)
@@ -116,8 +116,7 @@ def gate(spec: ReleaseSpec, metrics: dict) -> tuple[GateCheck, ...]:
 @value_free("report")
 def report(summary: ReleaseSummary, root: Path) -> None:
     """Write metrics.json, report.md, report.html, the R-U map and manifest.json; publish UI artifacts."""
-    publish(summary, root)
-    publish_artifacts(summary.as_dict(), "release", summary.name)
+    published_with_artifacts(summary, root, "release")
 
 
 TASKS = Stages(validate=validate, block=block, mask=mask, write=write, evaluate=evaluate, profile=profile, gate=gate,

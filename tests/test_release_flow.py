@@ -103,6 +103,33 @@ def test_report_says_published_and_holds_no_record_values(published, census):
         assert str(value) not in text
 
 
+def test_the_report_s_pictures_are_drawn_once_for_its_files_and_its_artifact(published, tmp_path, monkeypatch):
+    """The report task draws the R-U map and the sections once, for report.md, report.html and the Prefect
+    artifact (which shows the same sections, its pictures inline)."""
+    import flows.artifacts
+    import sdc_tasks.report.release_report as release_report
+
+    calls = {"sections": 0, "ru": 0}
+    sections, ru_picture = release_report.report_sections, release_report.ru_picture
+
+    def counted(name, draw):
+        def drawing(*args):
+            calls[name] += 1
+            return draw(*args)
+        return drawing
+
+    monkeypatch.setattr(release_report, "report_sections", counted("sections", sections))
+    monkeypatch.setattr(release_report, "ru_picture", counted("ru", ru_picture))
+    shown: list[str] = []
+    monkeypatch.setattr(flows.artifacts, "create_markdown_artifact", lambda markdown, **kw: shown.append(markdown))
+    _, summary = published
+    flows.artifacts.published_with_artifacts(summary, tmp_path, "release")
+    assert calls == {"sections": 1, "ru": 1}
+    headings = [line for line in (tmp_path / "report.md").read_text().splitlines() if line.startswith("## ")]
+    assert len(headings) > 5 and [line for line in shown[0].splitlines() if line.startswith("## ")] == headings
+    assert "data:image/png;base64," in shown[0]
+
+
 def test_rerun_gives_identical_files(published, tmp_path, run):
     out, _ = published
     run(demo_spec_file(tmp_path))

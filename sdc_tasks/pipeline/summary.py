@@ -17,7 +17,7 @@ from sdc_tasks.files import STATISTICAL_FORMATS, tree_checksums, write_json
 from sdc_tasks.pipeline.gate import GateCheck
 from sdc_tasks.pipeline.spec import ReleaseSpec, columns_by_role
 from sdc_tasks.pipeline.stages import MASKED_DIR
-from sdc_tasks.report import RU_MAP_NAME, write_report
+from sdc_tasks.report import RU_MAP_NAME, Drawn, write_report
 
 METRICS_NAME = "metrics.json"
 MANIFEST_NAME = "manifest.json"
@@ -222,13 +222,15 @@ def manifest(summary: ReleaseSummary, out_dir: Path) -> dict:
     }
 
 
-def publish(summary: ReleaseSummary, out_dir: Path) -> dict[str, Path]:
+def publish(summary: ReleaseSummary, out_dir: Path, drawn: Drawn | None = None) -> dict[str, Path]:
     """Write the summary's files into ``out_dir`` (the run's private directory, renamed to
     ``summary.paths.out_dir`` when the run ends well): metrics.json, report.md, report.html, the R-U map when
-    there is a point to draw and, for a release, manifest.json (last: it holds the checksum of every other file).
+    there is a point to draw and, for a release, manifest.json (last: it holds the checksum of every other file);
+    ``drawn``: the report's pictures when already drawn (``sdc_tasks.report.drawn_report`` of ``summary.as_dict()``).
     Returns {"metrics", "markdown", "html", ["ru_map"], ["manifest"]: path written}."""
     out = Path(out_dir)
-    written = {"metrics": write_json(out / METRICS_NAME, summary.metrics), **write_report(summary.as_dict(), out)}
+    written = {"metrics": write_json(out / METRICS_NAME, summary.metrics),
+               **write_report(summary.as_dict(), out, drawn)}
     if summary.kind == "release":
         written["manifest"] = write_json(out / MANIFEST_NAME, manifest(summary, out))
     return written

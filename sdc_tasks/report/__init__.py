@@ -19,17 +19,19 @@ from sdc_tasks.report.metric_table import metrics_table_rows
 
 DRAWING = {
     **dict.fromkeys(["png_bytes"], "figures"),
-    **dict.fromkeys(["render_html", "render_markdown", "report_sections", "ru_picture", "write_report"],
-                    "release_report"),
+    **dict.fromkeys(["Drawn", "drawn_report", "render_html", "render_markdown", "report_sections", "ru_picture",
+                     "write_report"], "release_report"),
     **dict.fromkeys(["RU_MAP_NAME", "gate_limits", "pareto_front", "ru_map_figure", "ru_map_png"], "ru_map"),
 }
 """The names this package exports from modules that import matplotlib, by module."""
 
 __all__ = [
+    "Drawn",
     "RU_MAP_NAME",
     "Picture",
     "Section",
     "Table",
+    "drawn_report",
     "format_value",
     "gate_limits",
     "headline",

@@ -11,6 +11,7 @@ never sees record-level values, and so never prints them.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
 
 from sdc_tasks.masking.postmask_outcome import outcome_from_dict
 from sdc_tasks.metrics.catalogue import (
@@ -343,19 +344,33 @@ def render_html(summary: dict, ru: Picture | None = None, sections: list[Section
                      report_sections(summary, ru) if sections is None else sections)
 
 
-def write_report(summary: dict, out_dir) -> dict[str, Path]:
-    """Write report.md, report.html and (when there are R-U points) ru_map.png into ``out_dir``.
+class Drawn(NamedTuple):
+    """A report's pictures, drawn once for every document of it: the R-U map (None without R-U points) and the
+    sections after the headline."""
+
+    ru: Picture | None
+    sections: list[Section]
+
+
+def drawn_report(summary: dict) -> Drawn:
+    """The R-U map and the sections of ``summary``'s report (:func:`report_sections`)."""
+    ru = ru_picture(summary)
+    return Drawn(ru, report_sections(summary, ru))
+
+
+def write_report(summary: dict, out_dir, drawn: Drawn | None = None) -> dict[str, Path]:
+    """Write report.md, report.html and (when there are R-U points) ru_map.png into ``out_dir`` (``drawn``: the
+    summary's pictures when already drawn, :func:`drawn_report`).
 
     Returns {"markdown": path, "html": path} plus "ru_map": path when the map was drawn.
     """
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths: dict[str, Path] = {}
-    ru = ru_picture(summary)
+    ru, sections = drawn or drawn_report(summary)  # the pictures drawn once for both documents
     if ru is not None:
         paths["ru_map"] = out / RU_MAP_NAME
         paths["ru_map"].write_bytes(ru.png)
-    sections = report_sections(summary, ru)  # the pictures drawn once for both documents
     paths["markdown"] = out / "report.md"
     paths["markdown"].write_text(render_markdown(summary, ru, sections=sections), encoding="utf-8")
     paths["html"] = out / "report.html"
