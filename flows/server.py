@@ -8,7 +8,7 @@ import socket
 import subprocess
 import sys
 import time
-from typing import Iterator
+from typing import Callable, Iterator
 
 from sdc_tasks.errors import InputError
 from sdc_tasks.outputs import noted_process, terminal_signals_blocked
@@ -21,17 +21,25 @@ HEALTH_SECONDS = 5
 
 
 @contextlib.contextmanager
-def temporary_server() -> Iterator[None]:
+def temporary_server(meanwhile: Callable[[], None] = lambda: None) -> Iterator[None]:
     """For the block, Prefect's temporary server when no PREFECT_API_URL is set (the one Prefect would start on
     first use), its process noted in the private scratch directory: stopped on leaving the block, and ended by
-    the next run of the tool if this process is killed first. With a server configured, nothing is started."""
+    the next run of the tool if this process is killed first. With a server configured, nothing is started.
+    ``meanwhile``: work done while the server starts (the run's imports), before the block."""
     from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_UI_URL, temporary_settings
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         check_api(PREFECT_API_URL.value())
+        meanwhile()
         yield
         return
-    process, url = _started_server()
+    process, url = _server_process()
+    try:
+        meanwhile()
+    except BaseException:
+        _stopped(process)
+        raise
+    process, url = _server_answering(process, url)
     try:
         # no UI is served: an empty UI URL keeps Prefect from printing links to it
         with noted_process(process.pid, SERVER_COMMAND), temporary_settings({PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
@@ -40,24 +48,19 @@ def temporary_server() -> Iterator[None]:
             finally:
                 _delivered()
     finally:
-        process.kill()
-        process.wait()
+        _stopped(process)
 
 
-def _started_server() -> tuple[subprocess.Popen, str]:
-    """Prefect's server app (uvicorn, without its UI, in Prefect's ephemeral mode) in a process of its own on a free
-    loopback port, started with SIGINT and SIGTERM blocked (its blocked mask survives exec: the terminal's Ctrl-C or a
-    SIGTERM to the whole process group reaches this run, which stops the server after the run has reported to it),
-    once it answers its health check; and its API URL. The app is not imported here (Prefect's own launcher, in the
-    server's module, costs this process 2.5 s of imports before the server starts); TimeoutError when it does not
-    answer within PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS."""
+def _server_answering(process: subprocess.Popen, url: str) -> tuple[subprocess.Popen, str]:
+    """The server ``process`` of API ``url`` once it answers its health check, started again on another port when
+    its port was taken since it was found free; TimeoutError, the process stopped, when it does not answer within
+    PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS."""
     import httpx
     from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS
 
     timeout = PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS.value()
     deadline = time.monotonic() + timeout
     while True:
-        process, url = _server_process()
         try:
             with httpx.Client() as client:
                 while (code := process.poll()) is None and time.monotonic() < deadline:
@@ -66,21 +69,30 @@ def _started_server() -> tuple[subprocess.Popen, str]:
                             return process, url
                     time.sleep(0.1)
         except BaseException:
-            process.kill()
-            process.wait()
+            _stopped(process)
             raise
         if code != PORT_TAKEN:
-            process.kill()
-            process.wait()
+            _stopped(process)
             state = "still starting" if code is None else f"it exited with status {code}"
             raise TimeoutError(f"Prefect's temporary server did not answer within {timeout} s ({state}); set "
                                "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS higher on a loaded machine, or "
                                "PREFECT_API_URL to use a running server")
+        process, url = _server_process()
+
+
+def _stopped(process: subprocess.Popen) -> None:
+    """Kill the server ``process`` (it does not take SIGTERM) and reap it."""
+    process.kill()
+    process.wait()
 
 
 def _server_process() -> tuple[subprocess.Popen, str]:
-    """Prefect's server app starting on a free loopback port, the current Prefect settings in its environment, and
-    its API URL."""
+    """Prefect's server app (uvicorn, without its UI, in Prefect's ephemeral mode) starting in a process of its own
+    on a free loopback port, the current Prefect settings in its environment, and its API URL. It is started with
+    SIGINT and SIGTERM blocked (its blocked mask survives exec): the terminal's Ctrl-C or a SIGTERM to the whole
+    process group reaches this run, which stops the server after the run has reported to it. The app is not
+    imported here (Prefect's own launcher, in the server's module, costs this process 2.5 s of imports before the
+    server starts)."""
     import prefect
     from prefect.settings import get_current_settings
 

@@ -222,16 +222,14 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
     with _reported("release"):
         checked_spec(spec_path, release_overrides(out, address, workers, overwrite, tls))
     os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
-    from flows.console import quiet_console
-    from flows.release import release
     from flows.server import temporary_server
     from sdc_tasks.outputs import remove_stale_scratch
 
-    if not verbose():
-        quiet_console()
     with _reported("release"):
         remove_stale_scratch()
-        with temporary_server():
+        with temporary_server(meanwhile=_release_flow_loaded):
+            from flows.release import release
+
             summary = release(spec_path, out_dir=str(out) if out else None, dask_address=address,
                               workers=workers, overwrite=overwrite, tls_ca_file=tls.ca_file, tls_cert=tls.cert,
                               tls_key=tls.key)
@@ -242,6 +240,16 @@ def _run_release(spec_path: str, out: Optional[Path], address: Optional[str], wo
     typer.echo(f"published {summary.records_out} records to {summary.paths.out_dir}")
     typer.echo("  " + _accounting_line(summary.columns))
     typer.echo("  " + "  ".join(f"{k}={format_value(m[k])}" for k in headline_keys(m)))
+
+
+def _release_flow_loaded() -> None:
+    """Import the release flow (Prefect's engine, Dask and the pipeline: about 1.5 s, done while the temporary
+    server starts) and quiet Prefect's console unless ``verbose()``."""
+    import flows.release  # noqa: F401
+    from flows.console import quiet_console
+
+    if not verbose():
+        quiet_console()
 
 
 @app.command()

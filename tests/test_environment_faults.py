@@ -417,6 +417,25 @@ def test_a_temporary_server_that_does_not_answer_in_time_is_stopped_and_named(tm
     assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
 
 
+def test_an_interruption_while_the_temporary_server_starts_stops_it(tmp_path):
+    """The run's imports are done while its temporary server starts (``meanwhile``); an interruption or an error
+    there stops the server's process before it propagates."""
+    import psutil
+    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
+
+    from flows.server import temporary_server
+
+    def interrupted() -> None:
+        raise KeyboardInterrupt
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    with temporary_settings({PREFECT_HOME: tmp_path, PREFECT_SERVER_EPHEMERAL_ENABLED: True},
+                            restore_defaults={PREFECT_API_URL}), pytest.raises(KeyboardInterrupt):
+        with temporary_server(meanwhile=interrupted):
+            pytest.fail("the block ran after an interrupted start")
+    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
+
+
 def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_path, silent_api):
     """Prefect's own client would wait its request timeout (60 s) and retry 5 times; the health check tries once,
     for a few seconds (the command's time limit here is well under Prefect's waits)."""
