@@ -257,7 +257,7 @@ def demo(out: Path = typer.Option(Path("sdc-demo-output"), help="output director
          workers: int = typer.Option(2, help="Dask workers of the local cluster")) -> None:
     """Run the release flow on the bundled Census file with the bundled spec (MD microaggregation, k = 7, 3
     attributes at a time)."""
-    from sdc_tasks.generate import bundled_path
+    from sdc_tasks.bundled import bundled_path
 
     _run_release(str(bundled_path("demo.yaml")), out.resolve(), None, workers, True)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from sdc_tasks.generate import bundled_path
+from sdc_tasks.bundled import bundled_path
 
 
 def _bundled_csv(name: str) -> pd.DataFrame:

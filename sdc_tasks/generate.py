@@ -8,7 +8,6 @@ the first ``r + 1`` rows of that stream, so the output depends on the seed and t
 
 from __future__ import annotations
 
-import importlib.resources
 import numbers
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy import special, stats
 
+from sdc_tasks.bundled import bundled_path
 from sdc_tasks.errors import InputError, reason_of
 from sdc_tasks.outputs import atomic_output_dir
 from sdc_tasks.progress import count
@@ -54,20 +54,6 @@ class CensusModel:
     sorted_values: np.ndarray
     correlation: np.ndarray
     cholesky: np.ndarray
-
-
-def bundled_path(name: str) -> Path:
-    """Return the path of a bundled data file: installed ``sdc_tasks.data`` package data, else the repository's ``data/``."""
-    try:
-        resource = importlib.resources.files("sdc_tasks.data") / name
-    except ModuleNotFoundError:
-        resource = None
-    if isinstance(resource, Path) and resource.is_file():
-        return resource
-    path = Path(__file__).resolve().parent.parent / "data" / name
-    if not path.is_file():
-        raise InputError(f"bundled data file {name!r} not found (looked in sdc_tasks.data and {path.parent})")
-    return path
 
 
 def census_reference() -> pd.DataFrame:

@@ -214,7 +214,7 @@ def parse_grid(data: Any) -> Grid:
 
 def load_grid(path: str | Path | None = None) -> Grid:
     """Return the grid read from a YAML file (None: the bundled chapter 6 grid, data/default_grid.yaml)."""
-    from sdc_tasks.generate import bundled_path
+    from sdc_tasks.bundled import bundled_path
 
     return parse_grid(yaml_document(Path(path) if path is not None else bundled_path(DEFAULT_GRID), "grid", GridError))
 
