@@ -25,11 +25,11 @@ def published_with_artifacts(summary: ReleaseSummary, root: Path, key: str) -> N
     publish_artifacts(shown, key, summary.name, drawn)
 
 
-def publish_artifacts(summary: dict, key: str, name: str, drawn: Drawn | None = None) -> None:
+def publish_artifacts(summary: dict, key: str, name: str, drawn: Drawn) -> None:
     """Publish ``summary`` under ``key``: the Markdown report with every picture inline (the output directory,
     ``summary["run"]["output_dir"]``, is named in it as text) and a table artifact per metric group that has
-    rows (``drawn``: the report's pictures when already drawn)."""
-    ru, sections = drawn or drawn_report(summary)
+    rows (``drawn``: the report's pictures, :func:`sdc_tasks.report.drawn_report`)."""
+    ru, sections = drawn
     create_markdown_artifact(render_markdown(summary, ru, inline=True, sections=sections), key=f"{key}-report",
                              description=f"Report for {name}")
     rows = metrics_table_rows(summary["metrics"])

@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Iterator
 
 import dask
 import pytest
@@ -393,47 +394,44 @@ def test_a_prefect_api_that_never_answers_is_refused_naming_it(silent_api):
                               "temporary one")
 
 
+@contextlib.contextmanager
+def _no_server_left(home: Path, **settings) -> Iterator[None]:
+    """For the block, Prefect settings with no server configured (a run starts its temporary one), PREFECT_HOME at
+    ``home`` and ``settings`` (setting name: value); after it, no process it started is left."""
+    import prefect.settings as ps
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+    updates = {ps.PREFECT_HOME: home, ps.PREFECT_SERVER_EPHEMERAL_ENABLED: True,
+               **{getattr(ps, name): value for name, value in settings.items()}}
+    with ps.temporary_settings(updates, restore_defaults={ps.PREFECT_API_URL}):
+        yield
+    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
+
+
 def test_a_temporary_server_that_does_not_answer_in_time_is_stopped_and_named(tmp_path):
     """The temporary server is given PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS to answer (1 s here, less than
     it takes to start): the run ends with a TimeoutError naming the setting, and the server's process is gone."""
-    import psutil
-    from prefect.settings import (
-        PREFECT_API_URL,
-        PREFECT_HOME,
-        PREFECT_SERVER_EPHEMERAL_ENABLED,
-        PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS,
-        temporary_settings,
-    )
-
     from flows.server import temporary_server
 
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with temporary_settings({PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1, PREFECT_HOME: tmp_path,
-                             PREFECT_SERVER_EPHEMERAL_ENABLED: True}, restore_defaults={PREFECT_API_URL}), \
+    with _no_server_left(tmp_path, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS=1), \
             pytest.raises(TimeoutError, match=r"^Prefect's temporary server did not answer within 1 s \(still "
                                               r"starting\); set PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"):
         with temporary_server():
             pytest.fail("the block ran without a server")
-    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
 
 
 def test_an_interruption_while_the_temporary_server_starts_stops_it(tmp_path):
     """The run's imports are done while its temporary server starts (``meanwhile``); an interruption or an error
     there stops the server's process before it propagates."""
-    import psutil
-    from prefect.settings import PREFECT_API_URL, PREFECT_HOME, PREFECT_SERVER_EPHEMERAL_ENABLED, temporary_settings
-
     from flows.server import temporary_server
 
     def interrupted() -> None:
         raise KeyboardInterrupt
 
-    before = {p.pid for p in psutil.Process().children(recursive=True)}
-    with temporary_settings({PREFECT_HOME: tmp_path, PREFECT_SERVER_EPHEMERAL_ENABLED: True},
-                            restore_defaults={PREFECT_API_URL}), pytest.raises(KeyboardInterrupt):
+    with _no_server_left(tmp_path), pytest.raises(KeyboardInterrupt):
         with temporary_server(meanwhile=interrupted):
             pytest.fail("the block ran after an interrupted start")
-    assert {p.pid for p in psutil.Process().children(recursive=True)} - before == set()
 
 
 def test_cli_prefect_api_that_accepts_but_never_answers_exits_2_in_one_line(tmp_path, silent_api):
