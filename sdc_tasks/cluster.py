@@ -78,6 +78,19 @@ class WithheldWorkerErrors(WorkerPlugin):
         withhold_compute_failures()
 
 
+class NumbaSetUp(WorkerPlugin):
+    """Worker plugin: each worker of the run's own LocalCluster sets numba up on a thread as it starts
+    (``scheduling.start_numba_setup``), while the run validates its input, not at its first kernel."""
+
+    name = "sdc-numba-setup"
+
+    def setup(self, worker) -> None:
+        """Start the set-up thread in the worker's process."""
+        from sdc_tasks.scheduling import start_numba_setup
+
+        start_numba_setup()
+
+
 def withholding_worker_errors(client):
     """``client``, its cluster's workers (present and future) now logging failed tasks by key and state only."""
     client.register_plugin(WithheldWorkerErrors())
@@ -168,6 +181,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
         with Client(cluster, set_as_default=True) as client, counting(client), \
                 _reporting_lost_workers(client, workers):
             _announce(client)
+            client.register_plugin(NumbaSetUp())
             yield withholding_worker_errors(client)
 
 

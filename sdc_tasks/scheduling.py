@@ -10,6 +10,7 @@ import contextlib
 import logging
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
@@ -131,6 +132,30 @@ def _starts_cluster(inputs: list[Any]) -> bool:
     return sum(input_bytes(d) for d in inputs) > LARGE_INPUT_BYTES
 
 
+_NUMBA_SETUP: list[threading.Thread] = []
+"""The thread that set up numba's compiler contexts in this process (:func:`start_numba_setup`), once started."""
+
+
+def _numba_setup() -> None:
+    """Load numba's typing and target registries, under its compiler lock, as a process's first compiled call
+    (even one read from the cache) would."""
+    from numba.core.compiler_lock import global_compiler_lock
+    from numba.core.registry import cpu_target
+
+    with global_compiler_lock:
+        cpu_target.target_context.refresh()
+
+
+def start_numba_setup() -> None:
+    """Start numba's one-time set-up (:func:`_numba_setup`: 0.4-0.6 s here) on a thread, once per process, so that
+    it runs while the input is read (parsing releases the GIL) and not after it, before the first kernel
+    (docs/performance.md, small files). Not a daemon: a run that fails at once still ends after the set-up, never
+    with the thread cut off inside numba's imports."""
+    if not _NUMBA_SETUP:
+        _NUMBA_SETUP.append(threading.Thread(target=_numba_setup, name="sdc-numba-setup"))
+        _NUMBA_SETUP[0].start()
+
+
 def _cluster_client(workers: int) -> contextlib.AbstractContextManager:
     """``cluster.dask_client`` on a LocalCluster of ``workers`` processes (``cluster``, and with it ``distributed``,
     imported only where a cluster starts: 0.2 s that runs on threads skip)."""
@@ -157,6 +182,7 @@ def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None)
         with _cluster_client(os.cpu_count() or 1):
             yield
     else:  # the threaded scheduler itself: named "threads", Dask would import distributed (0.2 s) to look for a client
+        start_numba_setup()
         with dask.config.set(scheduler=dask.threaded.get), progress.counting_local():
             yield
 

@@ -315,6 +315,17 @@ def test_pandas_input_runs_in_this_process_on_threads(continuous, cluster_starts
     assert seen and cluster_starts == []
 
 
+def test_a_run_on_threads_sets_numba_up_once_per_process(continuous, cluster_starts):
+    """Numba's set-up starts on its own thread with the first run on threads (to overlap the input's reading) and
+    never again in the process."""
+    mask(continuous, "mdav", k=3)
+    mask(continuous, "rankswap", p=15)
+    assert len(sdc_tasks.scheduling._NUMBA_SETUP) == 1 and cluster_starts == []
+    setup = sdc_tasks.scheduling._NUMBA_SETUP[0]
+    setup.join(60)
+    assert setup.name == "sdc-numba-setup" and not setup.is_alive()
+
+
 def test_workers_or_a_large_file_start_a_local_cluster(continuous, tmp_path, cluster_starts, monkeypatch):
     mask(continuous, "mdav", k=3, workers=3)
     assert cluster_starts == [3]

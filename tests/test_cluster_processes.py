@@ -162,3 +162,20 @@ def test_worker_killed_while_masking_gives_the_same_release(cluster, synthetic, 
 
 def test_no_client_is_left_as_the_default_scheduler():
     assert dask.config.get("scheduler", None) in (None, "sync", "synchronous", "threads")
+
+
+def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
+    """Each worker of the run's own LocalCluster sets numba up once, on its own thread, from its start (the
+    NumbaSetUp plugin), so the first kernel of a release does not wait for it."""
+    from sdc_tasks.cluster import dask_client
+
+    def numba_set_up() -> bool:
+        from sdc_tasks import scheduling
+
+        setups = list(scheduling._NUMBA_SETUP)
+        for setup in setups:
+            setup.join(60)
+        return len(setups) == 1 and not setups[0].is_alive()
+
+    with dask_client(None, 1) as client:
+        assert list(client.run(numba_set_up).values()) == [True]
