@@ -131,17 +131,19 @@ def attached_client(address: str, tls: TlsFiles = TlsFiles()) -> Iterator[Client
 class _ReleasedWorkReports(logging.Filter):
     """Drop Dask's reports of work the run released while it still ran (interrupted, or ended by a failure):
     asyncio's "Task exception was never retrieved" for a gather the client ended (``AllExit``), and the in-process
-    scheduler's "Exception while handling op shuffle_restrict_task" for a worker asking after a P2P shuffle the
-    scheduler already forgot (``KeyError``). Nothing is lost, and their tracebacks would only alarm after the run's own
-    report."""
+    scheduler's "Exception while handling op shuffle_..." for a worker's request about a P2P shuffle (its
+    restriction, barrier or state) that failed because the run released the shuffle or its workers stopped: a
+    ``KeyError`` for a shuffle the scheduler already forgot, a ``RuntimeError`` for a worker gone from a barrier.
+    Nothing is lost: the worker whose request failed fails its task with the same error, and the run reports failed
+    tasks itself; the scheduler's tracebacks would only alarm after the run's own report."""
 
     LOGGERS = ("asyncio", "distributed.core")
+    SHUFFLE_OPS = "Exception while handling op shuffle_"
 
     def filter(self, record: logging.LogRecord) -> bool:
-        """Keep every record but the report of an ended gather or of a forgotten shuffle's restriction."""
+        """Keep every record but the report of an ended gather or of a failed request about a P2P shuffle."""
         error = record.exc_info[1] if record.exc_info else None
-        return not (isinstance(error, AllExit) or (isinstance(error, KeyError) and record.getMessage() ==
-                                                     "Exception while handling op shuffle_restrict_task"))
+        return not (isinstance(error, AllExit) or record.getMessage().startswith(self.SHUFFLE_OPS))
 
 
 _RELEASED_WORK_FILTER = _ReleasedWorkReports()

@@ -343,10 +343,11 @@ def test_an_interrupted_run_does_not_report_the_tasks_its_tear_down_abandons(cap
 
 
 def test_dask_s_reports_of_released_work_are_dropped(caplog):
-    """Dask's traceback for a worker's ``shuffle_restrict_task`` about a P2P shuffle the in-process scheduler
-    already forgot (the run released it: seen after a SIGTERM in CI and after a SIGINT here) and asyncio's report of
-    a gather the client ended are dropped; the same loggers' other errors, another op's failure included, are
-    kept."""
+    """Dask's traceback for a worker's request about a P2P shuffle that failed: ``shuffle_restrict_task`` about a
+    shuffle the in-process scheduler already forgot (the run released it: seen after a SIGTERM in CI and after a
+    SIGINT here), ``shuffle_barrier`` with a worker gone (after a SIGTERM to the process group here), and asyncio's
+    report of a gather the client ended are dropped; the same loggers' other errors, another op's failure included,
+    are kept."""
     import logging
 
     from distributed.client import AllExit
@@ -369,12 +370,14 @@ def test_dask_s_reports_of_released_work_are_dropped(caplog):
                    "Exception while handling op %s", "shuffle_restrict_task")
             logged("asyncio", AllExit(), "Task exception was never retrieved")
             logged("distributed.core", KeyError("x"), "Exception while handling op %s", "gather")
-            logged("distributed.core", ValueError("x"), "Exception while handling op %s", "shuffle_restrict_task")
+            logged("distributed.core", RuntimeError("Worker ['tcp://127.0.0.1:40000'] left during shuffle"),
+                   "Exception while handling op %s", "shuffle_barrier")
+            logged("distributed.core", ValueError("x"), "Exception while handling op %s", "register_worker")
             logged("asyncio", KeyError("x"), "Task exception was never retrieved")
     finally:
         for log in loggers:
             log.removeFilter(dropped)
     assert [(r.name, r.getMessage()) for r in caplog.records] == [
         ("distributed.core", "Exception while handling op gather"),
-        ("distributed.core", "Exception while handling op shuffle_restrict_task"),
+        ("distributed.core", "Exception while handling op register_worker"),
         ("asyncio", "Task exception was never retrieved")]
