@@ -14,6 +14,11 @@ os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # a command run by a test (inherits this environment) waits as long as the session harness for its temporary server:
 # Prefect's 20 s default is exceeded on a loaded machine ("release stage failed: RuntimeError")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# Dask's system monitor samples each scheduler, nanny and worker process's CPU, memory, disk and network every 0.5 s
+# for the dashboard, which no test reads: about 4 % of the suite's CPU (py-spy). Every 2 s, without disk counters,
+# in this process and every process it starts.
+os.environ.setdefault("DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__INTERVAL", "2s")
+os.environ.setdefault("DASK_DISTRIBUTED__ADMIN__SYSTEM_MONITOR__DISK", "false")
 
 from sdc_tasks.generate import bundled_path  # noqa: E402
 

@@ -76,10 +76,13 @@ def patterns(values, texts=()) -> list[bytes]:
     """Text forms of each canary number (its integer part standing alone covers repr, str and any fixed
     decimals; plus scientific notation) and its float64 bytes as stored in binary files; each text canary.
     An integer part follows no decimal point: a database stores a timestamp's microseconds (``.918881``) right
-    before a record header byte that may be an ASCII digit, which would read as a canary's integer part."""
+    before a record header byte that may be an ASCII digit, which would read as a canary's integer part. Every
+    pattern starts with its literal text (the integer part's look-behind comes after it), so that the regular
+    expression engine skips ahead to that text instead of trying each byte of the data: about 60 times quicker."""
     out = [re.escape(t.encode()) for t in texts]
     for v in values:
-        out.append(rb"(?<![0-9.])" + str(int(v)).encode() + rb"(?![0-9])")
+        digits = str(int(v)).encode()
+        out.append(digits + rb"(?<![0-9.]" + digits + rb")(?![0-9])")
         out += [re.escape(f"{v:.{d}e}".encode()) for d in range(4, 16)]
         out.append(re.escape(struct.pack("<d", v)))
     return out
@@ -207,6 +210,16 @@ def canary_hits(places: dict[str, bytes], patterns_: list[re.Pattern]) -> dict[s
     """The places where a canary was found, with the patterns found there; the count searched is printed."""
     print(f"searched {len(places)} places for {len(patterns_)} canary patterns", sorted(places))
     return {name: found for name, data in places.items() if (found := hits(data, patterns_))}
+
+
+def test_a_canary_s_integer_part_is_found_standing_alone_only():
+    """The integer-part pattern finds 1234567 at the start of the data, after a space or a letter and before a
+    decimal point, never inside a longer number or after a decimal point (a timestamp's microseconds)."""
+    (pattern,) = [re.compile(p) for p in patterns([1_234_567.5])[:1]]
+    for data in (b"1234567", b"x 1234567.5 y", b"a1234567,", b"1234567e3"):
+        assert hits(data, [pattern]), data
+    for data in (b"91234567", b"12345678", b".1234567", b"0.1234567 ", b"123456 7"):
+        assert not hits(data, [pattern]), data
 
 
 def test_no_original_value_reaches_logs_artifacts_or_storage(tmp_path, prefect_harness, caplog, capfd):
