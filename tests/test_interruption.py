@@ -181,8 +181,7 @@ def test_sigterm_stops_a_release_cleanly_and_the_next_run_publishes(slow_release
     spec = yaml.safe_load((out.parent / "spec.yaml").read_text())
     spec["steps"] = [{"method": "rankswap", "params": {"p": 15}}]  # the same output, a quicker masking
     (out.parent / "spec.yaml").write_text(yaml.safe_dump(spec))
-    next_run = subprocess.run(sdc("release", out.parent / "spec.yaml"), env=env, cwd=out.parent, capture_output=True,
-                              text=True, timeout=300)
+    next_run = subprocess.run(command, env=env, cwd=out.parent, capture_output=True, text=True, timeout=300)
     assert next_run.returncode == 0, next_run.stderr[-3000:]
     assert (out / "manifest.json").is_file()
     assert list(O.scratch_root().iterdir()) == []
