@@ -8,6 +8,7 @@ held in memory (:class:`SortedValues`) or a column sorted across the partitions 
 
 from __future__ import annotations
 
+import numba
 import numpy as np
 
 
@@ -32,10 +33,17 @@ class SortedValues:
         return np.searchsorted(self.values, thresholds, side=side)
 
 
+LARGE_ORDER = 2**20
+"""Columns of at least this many values with integer tiebreaks have their tied runs ordered by
+:func:`_tied_runs_ordered`; below it a lexsort of the tied rows is as quick and needs no compilation."""
+
+
 def value_order(values: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
     """The row indices sorted by (value, tiebreak), rows equal in both kept in row order: exactly
-    ``np.lexsort((tiebreak, values))``, about three times quicker where few values tie (a quicksort of the values,
-    then a lexsort of the tied runs only; NaNs tie with each other and sort last, as in lexsort)."""
+    ``np.lexsort((tiebreak, values))``, quicker: the rows in order of value, then only the runs of tied values put
+    in (tiebreak, row) order (NaNs tie with each other and sort last, as in lexsort). From LARGE_ORDER values
+    with integer tiebreaks each tied run is ordered in place, one pass over the column however many values tie
+    (a lexsort of the tied rows took 4 s for 1e7 values here where MDAV's groups tie nearly all of them)."""
     values, tiebreak = np.asarray(values).reshape(-1), np.asarray(tiebreak).reshape(-1)
     order = np.argsort(values)
     ranked = values[order]
@@ -44,6 +52,9 @@ def value_order(values: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
         same |= np.isnan(ranked[1:]) & np.isnan(ranked[:-1])
     if not same.any():
         return order
+    if values.size >= LARGE_ORDER and tiebreak.dtype.kind in "iub":
+        _tied_runs_ordered(order, same, tiebreak)
+        return order
     tied = np.zeros(ranked.size, dtype=bool)
     tied[1:] |= same
     tied[:-1] |= same
@@ -51,6 +62,38 @@ def value_order(values: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
     rows = order[at]
     order[at] = rows[np.lexsort((rows, tiebreak[rows], ranked[at]))]
     return order
+
+
+RUN_INSERTION = 24
+"""Runs of tied values up to this length are ordered by insertion; longer ones by a stable sort."""
+
+
+@numba.njit(cache=True, nogil=True)
+def _tied_runs_ordered(order: np.ndarray, same: np.ndarray, tiebreak: np.ndarray) -> None:
+    """Put each run of tied values of ``order`` (``same[i]``: position i + 1 ties with position i) in (tiebreak,
+    row) order, in place: :func:`value_order`'s second step for integer tiebreaks."""
+    n = order.shape[0]
+    i = 0
+    while i < n - 1:
+        if not same[i]:
+            i += 1
+            continue
+        end = i + 1
+        while end < n - 1 and same[end]:
+            end += 1
+        run = order[i:end + 1]
+        if run.shape[0] <= RUN_INSERTION:
+            for a in range(1, run.shape[0]):
+                row, key = run[a], tiebreak[run[a]]
+                b = a - 1
+                while b >= 0 and (tiebreak[run[b]] > key or (tiebreak[run[b]] == key and run[b] > row)):
+                    run[b + 1] = run[b]
+                    b -= 1
+                run[b + 1] = row
+        else:
+            rows = np.sort(run)
+            run[:] = rows[np.argsort(tiebreak[rows], kind="mergesort")]
+        i = end + 1
 
 
 def ordered(column):
