@@ -486,6 +486,8 @@ def test_interval_hits_hand_case():
     np.testing.assert_array_equal(interval_hits(np.sort(xm), x, xm, percents=(1, 10, 11, 15)), [4, 4, 7, 7])
     shuffled = np.random.default_rng(3).permutation(10)  # the records' order does not matter
     np.testing.assert_array_equal(interval_hits(np.sort(xm), x[shuffled], xm[shuffled], percents=(1, 15)), [4, 7])
+    by_masked = np.array([0, 2, 1, 3, 4, 5, 6, 7, 8, 9])  # a caller's order of xm, its tie the other way round
+    np.testing.assert_array_equal(interval_hits(np.sort(xm), x, xm, percents=(1, 15), order=by_masked), [4, 7])
 
 
 def test_sdid_hits_hand_case():

@@ -28,7 +28,7 @@ import pandas as pd
 from sdc_tasks.evaluation.global_order import ID, KEY, SortedColumn, keyed_frame, sorted_column
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.metrics.pil import quantile_pil
-from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranks
+from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranked_order, ranks, ranks_in
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
@@ -227,7 +227,8 @@ def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, l
     ids = gathered(pair_parts, id_col)
     x, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
     sorted_x, sorted_xm = SortedValues(np.sort(x)), SortedValues(np.sort(xm))
-    errors = rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]) if asked.ranks else None
+    masked_order = ranked_order(xm, ids) if asked.ranks or asked.hits else None  # serves the ranks and the hits
+    errors = rank_errors(ranks(x, ids)[:, None], ranks_in(masked_order)[:, None]) if asked.ranks else None
     figures = order_figures(sorted_x, sorted_xm) if asked.figures else None
     original, masked = sorted_x, sorted_xm  # the files' columns, sorted; each file's read once if it is needed
     if file_parts is not None:
@@ -238,7 +239,9 @@ def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, l
     terms = None
     if asked.quantiles:
         terms = figures.quantile_terms if figures is not None and file_parts is None else quantile_pil(original, masked)
-    hits = np.append(interval_hits(masked.values, x, xm), sdid_hits(x, xm, sd)) if asked.hits else None
+    hits = None
+    if asked.hits:
+        hits = np.append(interval_hits(masked.values, x, xm, order=masked_order), sdid_hits(x, xm, sd))
     return OrderMeasures(errors, terms, hits, figures)
 
 

@@ -30,19 +30,29 @@ from sdc_tasks.metrics.paired_blocks import paired_columns
 from sdc_tasks.stats.order import value_order
 
 
-def ranks(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
-    """Ranks 1..n of one column, ties broken by increasing record id (docs/metrics.md brMAE/brMSE;
-    bounded_rank_metrics.txt sec. 2 asks for unique ranks). Rank 1 is the smallest value."""
+def ranked_order(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """The row indices in rank order: by value, ties by increasing record id (docs/metrics.md brMAE/brMSE;
+    bounded_rank_metrics.txt sec. 2 asks for unique ranks); :func:`ranks_in` turns it into ranks."""
     values = np.asarray(values, dtype=np.float64).reshape(-1)
     ids = np.asarray(ids).reshape(-1)
     if values.shape != ids.shape:
         raise ValueError(f"{values.shape[0]} values but {ids.shape[0]} ids")
     if np.isnan(values).any():
         raise ValueError("cannot rank NaN values")
-    order = value_order(values, ids)
-    out = np.empty(values.shape[0], dtype=np.int64)
-    out[order] = np.arange(1, values.shape[0] + 1, dtype=np.int64)
+    return value_order(values, ids)
+
+
+def ranks_in(order: np.ndarray) -> np.ndarray:
+    """Each row's rank 1..n given the rows in rank order (:func:`ranked_order`)."""
+    out = np.empty(order.shape[0], dtype=np.int64)
+    out[order] = np.arange(1, order.shape[0] + 1, dtype=np.int64)
     return out
+
+
+def ranks(values: np.ndarray, ids: np.ndarray) -> np.ndarray:
+    """Ranks 1..n of one column, ties broken by increasing record id (docs/metrics.md brMAE/brMSE;
+    bounded_rank_metrics.txt sec. 2 asks for unique ranks). Rank 1 is the smallest value."""
+    return ranks_in(ranked_order(values, ids))
 
 
 def max_abs_rank_distance(n: int) -> int:

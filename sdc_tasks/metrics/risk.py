@@ -98,16 +98,18 @@ def window_positions(r: np.ndarray, width: int, n: int) -> tuple[np.ndarray, np.
 
 
 def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
-                  percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
+                  percents: tuple[int, ...] = ID_PERCENTS, order: np.ndarray | None = None) -> np.ndarray:
     """Number of original values inside the value interval around their masked value, for each p.
 
     The interval is taken in the sorted masked column: with W = ceil(p n / 100) and R the 0-based position of the
     last occurrence of x' there (the number of masked values <= x', minus 1), it runs from sorted_masked[R - W] to
     sorted_masked[R + W - 1], clipped to the column (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure,
-    as calibrated on its Table 1; docs/metrics.md ID_p).
+    as calibrated on its Table 1; docs/metrics.md ID_p). ``order``: the rows in ascending order of ``xm`` when the
+    caller has it (any order of ties; the counts do not depend on it), else found here.
     """
     n = sorted_masked.shape[0]
-    order = np.argsort(xm, kind="stable")  # sorted queries read the sorted column in order (cache-friendly)
+    if order is None:  # sorted queries read the sorted column in order (cache-friendly)
+        order = np.argsort(xm, kind="stable")
     x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
     r = np.maximum(np.searchsorted(sorted_masked, xm, side="right") - 1, 0)
     widths = interval_widths(n, percents)
