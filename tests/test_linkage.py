@@ -137,7 +137,7 @@ def test_split_tree_leaves_partition_and_ball_leaves_cover():
 
 
 def test_a_points_leaf_is_the_one_a_ball_of_radius_zero_meets():
-    """leaves_of (compiled) against ball_leaves (numpy) at radius 0: one leaf per point, points lying exactly on
+    """leaves_of against ball_leaves at radius 0: one leaf per point, points lying exactly on
     a threshold going left; NaN goes right at every node, as +inf."""
     rng = np.random.default_rng(5)
     pts = rng.normal(size=(4_000, 4))

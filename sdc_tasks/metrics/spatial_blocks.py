@@ -41,26 +41,46 @@ class SplitTree:
                           self.right, self.leaf)
 
     def ball_leaves(self, points: np.ndarray, radius: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(point index, leaf) pairs for every leaf whose region meets the closed ball around each point.
+        """(point index, leaf) pairs for every leaf whose region meets the closed ball around each point, point
+        by point (:func:`_ball_leaves`).
 
         A record of a leaf at distance <= radius from the point differs from it by at most radius on the split
         dimension, so the descent follows a side whenever the ball's extent on that dimension reaches it.
         """
-        rec = np.arange(len(points))
-        node = np.zeros(len(points), dtype=np.int64)
-        found_rec, found_leaf = [np.zeros(0, dtype=np.int64)], [np.zeros(0, dtype=np.int64)]
-        while len(rec):
-            at_leaf = self.leaf[node] >= 0
-            found_rec.append(rec[at_leaf])
-            found_leaf.append(self.leaf[node[at_leaf]])
-            rec, node = rec[~at_leaf], node[~at_leaf]
-            v = points[rec, self.dim[node]]
-            thr = self.threshold[node]
-            go_left = v - radius[rec] <= thr
-            go_right = v + radius[rec] > thr
-            rec = np.concatenate([rec[go_left], rec[go_right]])
-            node = np.concatenate([self.left[node[go_left]], self.right[node[go_right]]])
-        return np.concatenate(found_rec), np.concatenate(found_leaf)
+        return _ball_leaves(np.ascontiguousarray(points, dtype=np.float64),
+                            np.ascontiguousarray(radius, dtype=np.float64), self.dim, self.threshold, self.left,
+                            self.right, self.leaf)
+
+
+@numba.njit(cache=True, nogil=True)
+def _ball_leaves(points: np.ndarray, radius: np.ndarray, dim: np.ndarray, threshold: np.ndarray,
+                 left: np.ndarray, right: np.ndarray, leaf: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """:meth:`SplitTree.ball_leaves`: each point's descent, left where its value less the radius is at or below
+    the node's threshold, right where its value plus the radius is above it (both where the ball straddles it)."""
+    found = max(16, 2 * points.shape[0])
+    rec, hit = np.empty(found, dtype=np.int64), np.empty(found, dtype=np.int64)
+    nodes = np.empty(dim.shape[0], dtype=np.int64)
+    k = 0
+    for i in range(points.shape[0]):
+        nodes[0] = 0
+        top = 1
+        while top > 0:
+            top -= 1
+            node = nodes[top]
+            if leaf[node] >= 0:
+                if k == rec.shape[0]:
+                    rec, hit = np.concatenate((rec, np.empty_like(rec))), np.concatenate((hit, np.empty_like(hit)))
+                rec[k], hit[k] = i, leaf[node]
+                k += 1
+                continue
+            v = points[i, dim[node]]
+            if v + radius[i] > threshold[node]:
+                nodes[top] = right[node]
+                top += 1
+            if v - radius[i] <= threshold[node]:
+                nodes[top] = left[node]
+                top += 1
+    return rec[:k], hit[:k]
 
 
 @numba.njit(cache=True, nogil=True)
