@@ -1,0 +1,101 @@
+"""Where a release's evaluation spends its time: the full evaluation (IL battery, PIL, DLD_1..DLD_7, ID and the
+report's profiles, as a release runs it) of generated Census-like records against their MDAV-masked copy, on a
+LocalCluster, with Dask's task stream recorded; prints the wall time and, per kind of task, the seconds the
+workers spent in it (busy time, all workers together) and how many ran. Run it at two sizes to see which parts
+grow faster than the records (docs/performance.md, "The evaluation's parts at 1e6 and 1e7").
+
+The records are generated as by scale_record.py (seed 7, Parquet files of 250,000 records) and masked by
+``sdc mask --method mdav --param k=3 --param group_size=3 --seed 1``; ``--keep DIR`` keeps both there for a later
+run (with the same ``--rows``), which then skips generating and masking.
+
+Usage: python benchmarks/evaluation_parts.py --rows 1000000 [--workers 2] [--keep DIR] [--json parts.json]
+Not part of the test suite.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import re
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from distributed import get_task_stream
+
+from sdc_tasks.cluster import dask_client
+from sdc_tasks.evaluation.measures import evaluate
+from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
+from sdc_tasks.io import read_table
+
+KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
+TOKEN = re.compile(r"-[0-9a-f]{32}")
+
+
+def prepared(root: Path, rows: int) -> tuple[Path, Path]:
+    """The generated records and their masked copy in ``root`` (made unless already there)."""
+    data, masked = root / "data", root / "masked"
+    if not data.exists():
+        write_synthetic(data, rows, seed=7, rows_per_file=250_000)
+    if not masked.exists():
+        subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), "--method", "mdav",
+                        "--param", "k=3", "--param", "group_size=3", "--id-col", "record_id", "--seed", "1",
+                        "--out", str(masked)], check=True, stdout=subprocess.DEVNULL)
+    return data, masked
+
+
+def task_kind(key) -> str:
+    """A task's kind: its key's name without Dask's tokens and indices (a linkage graph's tasks by label)."""
+    name = key[0] if isinstance(key, tuple) else key
+    return TOKEN.sub("", name) if TOKEN.search(name) else name.split("-")[0]
+
+
+def busy_by_kind(stream: list[dict]) -> tuple[collections.Counter, collections.Counter]:
+    """Seconds computing and number of tasks per kind of task, from a task stream."""
+    seconds, count = collections.Counter(), collections.Counter()
+    for record in stream:
+        for span in record["startstops"]:
+            if span["action"] == "compute":
+                kind = task_kind(record["key"])
+                seconds[kind] += span["stop"] - span["start"]
+                count[kind] += 1
+    return seconds, count
+
+
+def main() -> None:
+    """Evaluate, print the figures, optionally write them as JSON."""
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--workers", type=int, default=2)
+    ap.add_argument("--keep", type=Path, help="directory for the records and their masked copy, kept after")
+    ap.add_argument("--json", type=Path, help="also write the figures and the metrics here")
+    args = ap.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        root = args.keep or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        data, masked = prepared(root, args.rows)
+        with dask_client(workers=args.workers) as client:
+            start = time.perf_counter()
+            with get_task_stream(client) as stream:
+                metrics = evaluate(read_table(data, "parquet"), read_table(masked, "parquet"), "record_id",
+                                   list(CENSUS_VARIABLES), KEYS, ("il", "pil", "dld", "id"), profile=True,
+                                   work_dir=Path(tmp))
+            wall = time.perf_counter() - start
+    seconds, count = busy_by_kind(stream.data)
+    total = sum(seconds.values())
+    print(f"rows={args.rows} workers={args.workers}: evaluation {wall:.1f} s wall, {total:.1f} s "
+          f"busy; IL {metrics['IL']:.3f} PIL {metrics['PIL']:.3f} DLD {metrics['DLD']:.3f} ID {metrics['ID']:.3f}")
+    for kind, secs in seconds.most_common():
+        if secs >= 0.001 * total:  # the kinds of at least 0.1 % of the busy time
+            print(f"  {secs:9.1f} s {count[kind]:6d} tasks  {kind}")
+    if args.json:
+        numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
+        args.json.write_text(json.dumps({"rows": args.rows, "wall_s": wall, "busy_s": dict(seconds),
+                                         "tasks": dict(count), "metrics": numbers}, indent=1))
+
+
+if __name__ == "__main__":
+    main()
