@@ -17,7 +17,7 @@ import numpy as np
 
 from sdc_tasks.metrics.information_loss import CellSums, cell_sums
 from sdc_tasks.metrics.pil import moment_pils, quantile_pil
-from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranks
+from sdc_tasks.metrics.rank_metrics import RankErrors, bounded_rank_metrics, rank_errors, ranked_order, ranks, ranks_in
 from sdc_tasks.metrics.risk import interval_hits
 from sdc_tasks.stats.moments import Moments, moments_of
 from sdc_tasks.stats.order import SortedValues, linear_quantiles
@@ -130,8 +130,9 @@ def variable_profile(name: str, x: np.ndarray, xm: np.ndarray, ids: np.ndarray) 
     ``xm`` and record ``ids`` held in memory."""
     x, xm = np.asarray(x, dtype=np.float64), np.asarray(xm, dtype=np.float64)
     sorted_xm = np.sort(xm)
+    masked_order = ranked_order(xm, ids)  # serves the ranks and the hits
     summary = VariableSummary(int(x.size), (moments_of(x[:, None], order=4), moments_of(xm[:, None])),
-                              cell_sums(x, xm), rank_errors(ranks(x, ids)[:, None], ranks(xm, ids)[:, None]),
-                              interval_hits(sorted_xm, x, xm),
+                              cell_sums(x, xm), rank_errors(ranks(x, ids)[:, None], ranks_in(masked_order)[:, None]),
+                              interval_hits(sorted_xm, x, xm, order=masked_order),
                               order_figures(SortedValues(np.sort(x)), SortedValues(sorted_xm)))
     return profile_of(name, summary)
