@@ -70,21 +70,22 @@ def test_linear_quantiles_are_numpys_bit_for_bit():
         assert np.array_equal(linear_quantiles(SortedValues(values), qs).view(np.int64), expected.view(np.int64))
 
 
-@pytest.mark.parametrize("values", ["spread", "few", "special", "integers", "groups"])
+@pytest.mark.parametrize("values", ["spread", "few", "special", "integers", "groups", "many_runs"])
 @pytest.mark.parametrize("tiebreak", ["unique", "tied", "text", "flags", "bytes"])
 @pytest.mark.parametrize("large", [False, True], ids=["lexsorted-ties", "ties-in-place"])
 def test_value_order_is_lexsorts_permutation(values, tiebreak, large, monkeypatch):
     """The (value, tiebreak) order is np.lexsort's to the row: no ties, runs of ties short and long, rows equal in
     both (kept in row order), NaN, infinities and signed zeros, integer values, MDAV-like groups of three equal
-    values; integer, boolean, 8-bit and text tiebreaks; on both ways of ordering the tied runs (the large
-    columns' in place, forced here from one value)."""
+    values, forty long runs; integer, boolean, 8-bit and text tiebreaks; on both ways of ordering the tied runs
+    (the large columns' in place, forced here from one value)."""
     if large:
         monkeypatch.setattr(order_module, "LARGE_ORDER", 1)
     rng = np.random.default_rng(11)
     for n in (0, 1, 2, 7, 300, 5000):
         v = {"spread": rng.normal(size=n), "few": rng.integers(0, 5, n).astype(float),
              "special": rng.choice([np.nan, 0.0, -0.0, 1.0, np.inf, -np.inf], n),
-             "integers": rng.integers(-3, 3, n), "groups": np.repeat(rng.normal(size=n // 3 + 1), 3)[:n]}[values]
+             "integers": rng.integers(-3, 3, n), "groups": np.repeat(rng.normal(size=n // 3 + 1), 3)[:n],
+             "many_runs": rng.integers(0, 40, n).astype(float)}[values]
         t = {"unique": rng.permutation(n), "tied": rng.integers(0, 3, n),
              "text": np.array([f"r{i}" for i in rng.integers(0, 50, n)], dtype=object),
              "flags": rng.integers(0, 2, n).astype(bool), "bytes": rng.integers(0, 256, n).astype(np.uint8)}[tiebreak]
