@@ -4,7 +4,7 @@ LocalCluster, with Dask's task stream recorded; prints the wall time and, per ki
 workers spent in it (busy time, all workers together) and how many ran. Run it at two sizes to see which parts
 grow faster than the records (docs/performance.md, "The evaluation's parts at 1e6 and 1e7").
 
-The records are generated as by scale_record.py (seed 7, Parquet files of 250,000 records) and masked by
+The records are scale_record.py's (``write_records``: seed 7, Parquet files of 250,000 records) and masked by
 ``sdc mask --method mdav --param k=3 --param group_size=3 --seed 1``; ``--keep DIR`` keeps both there for a later
 run (with the same ``--rows``), which then skips generating and masking.
 
@@ -24,14 +24,15 @@ import tempfile
 import time
 from pathlib import Path
 
+from dask.utils import key_split
 from distributed import get_task_stream
+from scale_record import FULL_EVALUATION, KEYS, write_records
 
 from sdc_tasks.cluster import dask_client
 from sdc_tasks.evaluation.measures import evaluate
-from sdc_tasks.generate import CENSUS_VARIABLES, write_synthetic
+from sdc_tasks.generate import CENSUS_VARIABLES
 from sdc_tasks.io import read_table
 
-KEYS = ["FEDTAX", "AFNLWGT", "AGI", "EMCONTRB", "PTOTVAL", "TAXINC", "STATETAX"]
 TOKEN = re.compile(r"-[0-9a-f]{32}")
 
 
@@ -39,7 +40,7 @@ def prepared(root: Path, rows: int) -> tuple[Path, Path]:
     """The generated records and their masked copy in ``root`` (made unless already there)."""
     data, masked = root / "data", root / "masked"
     if not data.exists():
-        write_synthetic(data, rows, seed=7, rows_per_file=250_000)
+        write_records(data, rows)
     if not masked.exists():
         subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), "--method", "mdav",
                         "--param", "k=3", "--param", "group_size=3", "--id-col", "record_id", "--seed", "1",
@@ -48,9 +49,10 @@ def prepared(root: Path, rows: int) -> tuple[Path, Path]:
 
 
 def task_kind(key) -> str:
-    """A task's kind: its key's name without Dask's tokens and indices (a linkage graph's tasks by label)."""
+    """A task's kind: Dask's name of it (``key_split``), a linkage graph's tasks (task_graph.TaskGraph: the token
+    inside the name) by label."""
     name = key[0] if isinstance(key, tuple) else key
-    return TOKEN.sub("", name) if TOKEN.search(name) else name.split("-")[0]
+    return TOKEN.sub("", name) if TOKEN.search(name) else key_split(key)
 
 
 def busy_by_kind(stream: list[dict]) -> tuple[collections.Counter, collections.Counter]:
@@ -81,7 +83,7 @@ def main() -> None:
             start = time.perf_counter()
             with get_task_stream(client) as stream:
                 metrics = evaluate(read_table(data, "parquet"), read_table(masked, "parquet"), "record_id",
-                                   list(CENSUS_VARIABLES), KEYS, ("il", "pil", "dld", "id"), profile=True,
+                                   list(CENSUS_VARIABLES), KEYS, tuple(FULL_EVALUATION), profile=True,
                                    work_dir=Path(tmp))
             wall = time.perf_counter() - start
     seconds, count = busy_by_kind(stream.data)

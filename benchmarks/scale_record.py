@@ -58,6 +58,11 @@ def spec_for(data: Path, out: Path, workers: int, name: str, metrics: list[str],
     }
 
 
+def write_records(data: Path, rows: int) -> None:
+    """The record's generated records: ``rows`` Census-like records, seed 7, Parquet files of 250,000 records."""
+    write_synthetic(data, rows, seed=7, rows_per_file=250_000)
+
+
 def plain_read_seconds(data: Path) -> float:
     """Seconds for one read of every column of the Parquet files (summed, so every value is decoded)."""
     t = time.perf_counter()
@@ -114,7 +119,7 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             data = Path(tmp) / "data"
             t = time.perf_counter()
-            write_synthetic(data, rows, seed=7, rows_per_file=250_000)
+            write_records(data, rows)
             print(f"rows={rows}: generated in {time.perf_counter() - t:.1f} s", flush=True)
             plain = plain_read_seconds(data)
             print(f"rows={rows}: plain read {plain:.1f} s ({rows / plain:.0f} rec/s)", flush=True)
