@@ -10,8 +10,10 @@ Exactness: bounds are summed coordinate by coordinate in the order ``kdtree.squa
 rounding no further than the point's own term, so a box is pruned only when none of its points can beat (or tie
 with) the best found; ties are broken to the lowest point index, as a scan in index order breaks them. The tree
 may also be built on a rotation of the points (MD's principal axes, masking/md.py), whose boxes fit correlated
-attributes more tightly; the distances are still those of the points, and the box bounds are moved by a slack
-far above the rounding of the rotation, so that no box that could hold the answer is pruned.
+attributes more tightly, and its boxes may carry the points' squared norms as one more coordinate, which bound
+the farthest point far more tightly in many attributes (``norm_bound``); the distances are still those of the
+points, and the box bounds are moved by a slack far above the rounding of the rotation and of those bounds, so
+that no box that could hold the answer is pruned.
 """
 
 from __future__ import annotations
@@ -57,6 +59,36 @@ def far_bound(q, lo, hi, node):
 
 
 @numba.njit(cache=True, nogil=True)
+def with_squared_norms(points):
+    """``points`` with each point's squared norm |x|^2 as one more coordinate: a tree built on them keeps, in that
+    coordinate of its boxes, the largest squared norm of each node's remaining points (``norm_bound``)."""
+    n, d = points.shape
+    out = np.empty((n, d + 1))
+    for i in range(n):
+        s = 0.0
+        for j in range(d):
+            out[i, j] = points[i, j]
+            s += points[i, j] * points[i, j]
+        out[i, d] = s
+    return out
+
+
+@numba.njit(cache=True, nogil=True)
+def norm_bound(q, lo, hi, node):
+    """Largest squared distance from ``q`` to a point x of ``node`` through the boxes' squared-norm coordinate
+    (``with_squared_norms``): |q - x|^2 = |q|^2 + |x|^2 - 2 q.x <= |q|^2 + max |x|^2 + sum_j max(-2 q_j lo_j,
+    -2 q_j hi_j). The box's farthest corner adds each attribute's largest square on its own; this adds the largest
+    norm of the points themselves, far smaller in many attributes (13 Census-like attributes: about a third of the
+    leaves a farthest search opens). It rounds either way, by at most about (2d + 2) eps (|q| + max |x|)^2: callers
+    widen it by a slack far above that (``reach_bound``)."""
+    d = q.shape[0]
+    s = hi[node, d]
+    for j in range(d):
+        s += q[j] * q[j] + max(-2.0 * q[j] * lo[node, j], -2.0 * q[j] * hi[node, j])
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
 def _refit(node, points, perm, start, stop, left, right, alive, count, lo, hi):
     """Shrink ``node``'s box to its remaining points (a leaf) or to its non-empty children's boxes."""
     for j in range(points.shape[1]):
@@ -96,15 +128,28 @@ def _widened(bound, slack):
 
 
 @numba.njit(cache=True, nogil=True)
+def reach_bound(q_box, lo, hi, node, slack):
+    """An upper bound on the squared distance from ``q_box`` to every remaining point of ``node``, widened by
+    ``slack`` (``_widened``): the box's farthest corner (``far_bound``) or, where the boxes carry the points'
+    squared norms (one column more than ``q_box``), the smaller of that and ``norm_bound``. A tree with squared
+    norms needs a positive slack, as ``norm_bound`` may round down."""
+    bound = far_bound(q_box, lo, hi, node)
+    if lo.shape[1] > q_box.shape[0]:
+        bound = min(bound, norm_bound(q_box, lo, hi, node))
+    return _widened(bound, slack)
+
+
+@numba.njit(cache=True, nogil=True)
 def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right, alive, count, lo, hi):
     """Index of the remaining point other than ``skip`` (-1: none skipped) most distant from ``q`` (squared
     Euclidean distance to ``points``), the lowest index among equally distant ones; -1 when none remains.
 
-    The boxes may be in other coordinates than ``points`` (a rotation of them, see ``remaining_tree``): ``q_box``
-    is ``q`` in those coordinates and each box bound is widened by ``_widened(bound, slack)`` to cover the
-    rounding between the two (``q_box`` = ``q`` and slack 0 when the boxes are of ``points`` themselves). Boxes are
-    visited farthest corner first, each child's bound computed once and kept on the stack beside it; a box
-    whose farthest corner is nearer than the best point found is not opened."""
+    The boxes may be in other coordinates than ``points`` (a rotation of them, see ``remaining_tree``, with the
+    squared norms or not, see ``with_squared_norms``): ``q_box`` is ``q`` in those coordinates and each box bound
+    is widened by ``slack`` to cover the rounding between the two (``reach_bound``; ``q_box`` = ``q`` and slack 0
+    when the boxes are of ``points`` themselves). Boxes are visited largest bound first, each child's bound
+    computed once and kept on the stack beside it; a box whose bound is below the best point found is not
+    opened."""
     best, best_i = -1.0, -1
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
     bounds = np.empty(STACK_DEPTH)
@@ -124,8 +169,8 @@ def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right
                         best, best_i = dist, i
             continue
         a, b = left[node], right[node]
-        bound_a = _widened(far_bound(q_box, lo, hi, a), slack) if count[a] > 0 else -1.0
-        bound_b = _widened(far_bound(q_box, lo, hi, b), slack) if count[b] > 0 else -1.0
+        bound_a = reach_bound(q_box, lo, hi, a, slack) if count[a] > 0 else -1.0
+        bound_b = reach_bound(q_box, lo, hi, b, slack) if count[b] > 0 else -1.0
         if bound_a < bound_b:
             a, b, bound_a, bound_b = b, a, bound_b, bound_a
         for child, bound in ((b, bound_b), (a, bound_a)):

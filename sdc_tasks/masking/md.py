@@ -16,7 +16,8 @@ distant pair is the first in (row, row) order, so the grouping is a deterministi
 Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the questions are answered by a k-d tree that
 follows the removals and the most distant pair from upper bounds kept in a heap, refreshed cheaply before a tree
 search makes one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py),
-10x-25x fewer CPU seconds on 12,000-record blocks of 3-4 attributes and about 6x on 13.
+10x-25x fewer CPU seconds on 12,000-record blocks of 3-4 attributes and about 7x on 13 (whose farthest searches
+are bounded through the squared norms, ``remaining_tree.norm_bound``).
 """
 
 from __future__ import annotations
@@ -28,7 +29,14 @@ from sdc_tasks.indexed_heap import heap_fill, heap_rekey, heap_remove
 from sdc_tasks.kdtree import LEAF_SIZE, squared_distance
 from sdc_tasks.masking.checks import check_group_size_k, checked_block
 from sdc_tasks.masking.microaggregation import centroid, grouped_block
-from sdc_tasks.remaining_tree import far_bound, farthest_point, nearest_points, remaining_tree, remove_point
+from sdc_tasks.remaining_tree import (
+    farthest_point,
+    nearest_points,
+    reach_bound,
+    remaining_tree,
+    remove_point,
+    with_squared_norms,
+)
 
 # relative margin on the triangle-inequality bounds, far above their rounding error (a few units in the last
 # place of a squared distance), so that they stay upper bounds of every computed squared distance
@@ -48,8 +56,10 @@ def _centre_and_squared_radii(z):
 
 def _block_geometry(z: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
     """The block's rows in its principal axes (the eigenvectors of its scatter matrix about the average record c);
-    the slack that covers the rounding between squared distances there and in ``z``, 1e-9 (1 + max_i |z_i - c|^2),
-    many orders of magnitude above it; each row's distance |z_i - c|; and the rows by decreasing distance.
+    the slack that covers the rounding between squared distances there and in ``z`` and that of the bounds through
+    the squared norms (``remaining_tree.norm_bound``, at most about (2p + 2) eps 4 max_i |z_i - c|^2 between rows of
+    the block), 1e-9 (1 + max_i |z_i - c|^2), many orders of magnitude above both; each row's distance |z_i - c|;
+    and the rows by decreasing distance.
 
     The k-d tree's boxes are drawn in the principal axes, which fit correlated attributes more tightly (13
     Census-like attributes: about 1.8x fewer seconds per block); every distance the groups depend on is still
@@ -67,14 +77,13 @@ def _block_geometry(z: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.nd
 def _cheap_reach(y, slack, row, radius, by_radius, cursor, tree):
     """An upper bound on the largest squared distance from ``row`` to a remaining row, from what remains now: the
     triangle inequality through the block's average, (|z_row - c| + max_j |z_j - c|)^2 over the remaining j, and
-    the farthest corner of the remaining rows' bounding box in the principal axes, widened by ``slack``;
-    ``cursor[0]`` moves past the removed rows of ``by_radius``."""
+    the bound of the remaining rows' box in the principal axes (``remaining_tree.reach_bound``, widened by
+    ``slack``); ``cursor[0]`` moves past the removed rows of ``by_radius``."""
     alive, lo, hi = tree[7], tree[9], tree[10]
     while not alive[by_radius[cursor[0]]]:
         cursor[0] += 1
     t = radius[row] + radius[by_radius[cursor[0]]]
-    corner = far_bound(y[row], lo, hi, 0)
-    return min(t * t * (1.0 + BOUND_MARGIN), corner + slack * (1.0 + corner))
+    return min(t * t * (1.0 + BOUND_MARGIN), reach_bound(y[row], lo, hi, 0, slack))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -103,9 +112,9 @@ def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_rad
 
 
 @numba.njit(cache=True, nogil=True)
-def _group_around(z, y, slack, c, k, g, labels, members, tree, heap, reach):
+def _group_around(z, y, boxes, slack, c, k, g, labels, members, tree, heap, reach):
     """Label record ``c`` and its k-1 closest remaining records (ties: lowest row) as group g and remove them from
-    the tree and the heap."""
+    the tree (built on ``boxes``) and the heap."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
     order, where, size = heap
     members[0] = c
@@ -113,19 +122,21 @@ def _group_around(z, y, slack, c, k, g, labels, members, tree, heap, reach):
     for t in range(k):
         row = members[t]
         labels[row] = g
-        remove_point(row, y, perm, start, stop, left, right, parent, leaf, alive, count, lo, hi)
+        remove_point(row, boxes, perm, start, stop, left, right, parent, leaf, alive, count, lo, hi)
         size[0] = heap_remove(order, where, reach, row, size[0])
 
 
 @numba.njit(cache=True, nogil=True)
 def _md_labels(z, k, y, slack, radius, by_radius):
     """MD group labels 0..g-1 in order of formation, each question answered by a k-d tree that follows the
-    removals (sdc_tasks.remaining_tree): the most distant pair from bounds kept in a heap (``_diameter_end``),
-    the k-1 closest and the most distant record from x_r by tree searches; ties to the lowest row, as a scan of
-    the rows in order breaks them. ``y, slack, radius, by_radius``: the block's geometry (``_block_geometry``)."""
+    removals (sdc_tasks.remaining_tree), its boxes in the principal axes with the squared norms there: the most
+    distant pair from bounds kept in a heap (``_diameter_end``), the k-1 closest and the most distant record from
+    x_r by tree searches; ties to the lowest row, as a scan of the rows in order breaks them. ``y, slack, radius,
+    by_radius``: the block's geometry (``_block_geometry``)."""
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
-    tree = remaining_tree(y, LEAF_SIZE)
+    boxes = with_squared_norms(y)
+    tree = remaining_tree(boxes, LEAF_SIZE)
     perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
     cursor = np.zeros(1, np.int64)
     reach = np.empty(n)
@@ -140,13 +151,13 @@ def _md_labels(z, k, y, slack, radius, by_radius):
     while m >= 2 * k:
         pair = m >= 3 * k
         r = _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_radius, cursor)
-        _group_around(z, y, slack, r, k, g, labels, members, tree, heap, reach)
+        _group_around(z, y, boxes, slack, r, k, g, labels, members, tree, heap, reach)
         m -= k
         g += 1
         if not pair:
             break
         s = farthest_point(z[r], y[r], slack, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
-        _group_around(z, y, slack, s, k, g, labels, members, tree, heap, reach)
+        _group_around(z, y, boxes, slack, s, k, g, labels, members, tree, heap, reach)
         m -= k
         g += 1
     for i in range(n):
