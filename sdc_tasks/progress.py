@@ -1,8 +1,8 @@
 """Progress of a run's Dask work, stage by stage: tasks done of tasks submitted, elapsed and remaining time.
 
 The counts come from Dask itself: a scheduler plugin (``sdc_tasks.task_counter.TaskCounter``, registered by the
-run's client)
-counts the tasks that client submits and those that finish, and publishes both on a scheduler event topic
+run's client) counts the tasks that client submits and those that finish, estimates the time left from the
+scheduler's average duration of each kind of task still to run, and publishes them on a scheduler event topic
 that the client subscribes to (no polling of the scheduler). A run names its stages (:func:`stage`); the
 reporters it tracks with (:func:`tracking`) are shown a :class:`StageProgress` every second while a stage runs
 and once when it ends: :class:`TerminalProgress` redraws one line in place on a terminal and writes plain lines
@@ -34,7 +34,9 @@ LOG.addHandler(logging.NullHandler())  # a library logs only where its caller co
 @dataclass(frozen=True)
 class StageProgress:
     """One stage's progress: its Dask tasks done of those submitted so far, and its elapsed seconds; ``finished``
-    once the stage has ended, ``failed`` too when it ended by an exception (an error, an interruption)."""
+    once the stage has ended, ``failed`` too when it ended by an exception (an error, an interruption); ``left``:
+    the scheduler's estimate of the seconds its unfinished tasks take (``TaskCounter.seconds_left``), when it has
+    one."""
 
     stage: str
     done: int
@@ -43,11 +45,19 @@ class StageProgress:
     finished: bool = False
     unit: str = "tasks"
     failed: bool = False
+    left: float | None = None
 
     def remaining(self) -> float | None:
-        """Seconds left at the rate so far (elapsed x tasks left / tasks done); None before the first task ends."""
-        if (self.finished and not self.failed) or (self.total and self.done >= self.total):
+        """Seconds left: the scheduler's estimate where there is one (its tasks' kinds differ in length: a stage
+        of many quick reads and a few long kernels), else at the rate so far (elapsed x tasks left / tasks done);
+        None before the first task ends, and while every task submitted is done but the stage has not ended (it
+        has more to submit)."""
+        if self.finished and not self.failed:
             return 0.0
+        if self.total and self.done >= self.total:
+            return None
+        if self.left is not None:
+            return self.left
         return self.elapsed * (self.total - self.done) / self.done if self.done else None
 
     def fraction(self) -> float:
@@ -104,19 +114,25 @@ class _Tracker:
 
     def __init__(self, reporters: list[Callable[[StageProgress], None]]):
         self.reporters = reporters
-        self.counts: dict[str, tuple[int, int]] = {}
+        self.counts: dict[str, tuple[int, int, float | None]] = {}
         self.current: tuple[str, int, int, float] | None = None
         self.parts: tuple[int, int, str] | None = None
         self.lock = threading.Lock()
 
-    def counted(self, client_id: str, done: int, total: int) -> None:
-        """Note a client's counts, as its scheduler published them."""
+    def counted(self, client_id: str, done: int, total: int, left: float | None = None) -> None:
+        """Note a client's counts and its estimate of the seconds left (None: none), as its scheduler published
+        them."""
         with self.lock:
-            self.counts[client_id] = (done, total)
+            self.counts[client_id] = (done, total, left)
 
     def _sums(self) -> tuple[int, int]:
         """Tasks done and submitted, over every client of the run."""
-        return sum(d for d, _ in self.counts.values()), sum(t for _, t in self.counts.values())
+        return sum(c[0] for c in self.counts.values()), sum(c[1] for c in self.counts.values())
+
+    def _left(self) -> float | None:
+        """Seconds left over every client with unfinished tasks; None unless each of them has an estimate."""
+        unfinished = [c[2] for c in self.counts.values() if c[0] < c[1]]
+        return None if None in unfinished else sum(unfinished)
 
     def snapshot(self, finished: bool = False) -> StageProgress | None:
         """The running stage's progress since it started; None between stages."""
@@ -128,7 +144,7 @@ class _Tracker:
             elapsed = time.monotonic() - started
             if self.parts is not None:
                 return StageProgress(name, *self.parts[:2], elapsed, finished, self.parts[2])
-        return StageProgress(name, done - done0, total - total0, elapsed, finished)
+        return StageProgress(name, done - done0, total - total0, elapsed, finished, left=self._left())
 
     def show(self, progress: StageProgress | None) -> None:
         """Hand ``progress`` to every reporter; a reporter's failure is logged, never fails the run."""
@@ -216,7 +232,7 @@ def counting(client: Client) -> Iterator[None]:
         yield
         return
     client.subscribe_topic(plugin.name, lambda event: tracker.counted(client.id, event[1]["done"],
-                                                                      event[1]["total"]))
+                                                                      event[1]["total"], event[1].get("left")))
     try:
         yield
     finally:

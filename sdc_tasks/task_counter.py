@@ -1,11 +1,14 @@
 """The scheduler plugin behind ``sdc_tasks.progress.counting``: it counts the tasks one ``distributed`` client
-submits and those that finish, and publishes both on a scheduler event topic (apart from ``progress`` so that runs
-on Dask's local schedulers do not import ``distributed``)."""
+submits and those that finish, estimates the seconds of work left from the scheduler's average duration of each
+kind of task, and publishes them on a scheduler event topic (apart from ``progress`` so that runs on Dask's local
+schedulers do not import ``distributed``)."""
 
 from __future__ import annotations
 
 import time
+from collections import Counter
 
+from dask.utils import key_split
 from distributed.diagnostics.plugin import SchedulerPlugin
 
 TOPIC = "sdc-progress"
@@ -14,15 +17,18 @@ PUBLISH_SECONDS = 0.25  # the plugin publishes the counts at most this often (an
 
 class TaskCounter(SchedulerPlugin):
     """Scheduler plugin: the number of tasks one client has submitted and how many of them have finished (in
-    memory, erred, forgotten, or released before they ran), published on the event topic :data:`TOPIC` as
-    {"done", "total"}."""
+    memory, erred, forgotten, or released before they ran), and the seconds its unfinished tasks will take
+    (``seconds_left``), published on the event topic :data:`TOPIC` as {"done", "total", "left"}."""
 
     def __init__(self, client_id: str):
         self.client_id = client_id
         self.name = f"{TOPIC}-{client_id}"
-        self.pending: set = set()
+        self.pending: dict = {}  # each unfinished task's kind (Dask's task prefix)
+        self.waiting: Counter = Counter()  # unfinished tasks per kind
         self.total = 0
         self.done = 0
+        self.timed = 0  # finished tasks whose kind had an average duration, and the sum of those averages
+        self.timed_seconds = 0.0
         self.published = 0.0
         self.scheduler = None
 
@@ -39,7 +45,9 @@ class TaskCounter(SchedulerPlugin):
             states = scheduler.tasks if scheduler is not None else {}
             new = [key for key in tasks if key not in self.pending
                    and getattr(states.get(key), "state", None) not in ("memory", "erred")]
-            self.pending.update(new)
+            for key in new:
+                self.pending[key] = kind = key_split(key)
+                self.waiting[kind] += 1
             self.total += len(new)
             self._publish(force=True)
 
@@ -49,13 +57,41 @@ class TaskCounter(SchedulerPlugin):
         that holds it again submits it anew. Left pending, it would count as done in the later graph, which did not
         count it as submitted (progress above 100 %, seen in the 1e7 and 3e7 releases' evaluation)."""
         if key in self.pending and finish in ("memory", "erred", "forgotten", "released"):
-            self.pending.discard(key)
+            kind = self.pending.pop(key)
+            self.waiting[kind] -= 1
+            if not self.waiting[kind]:
+                del self.waiting[kind]
+            if finish == "memory" and (average := self._average(kind)) is not None:
+                self.timed, self.timed_seconds = self.timed + 1, self.timed_seconds + average
             self.done += 1
             self._publish(force=self.done == self.total)
+
+    def _average(self, kind: str) -> float | None:
+        """The scheduler's average duration of a task of ``kind`` (its moving average of their compute times),
+        None while it has none."""
+        prefix = getattr(self.scheduler, "task_prefixes", {}).get(kind)
+        return prefix.duration_average if prefix is not None and prefix.duration_average >= 0 else None
+
+    def seconds_left(self) -> float | None:
+        """Seconds until the client's unfinished tasks are done: each counted at the average duration of its kind
+        (a kind not timed yet at the average of the client's finished tasks), spread over the cluster's threads,
+        and at least the longest of them; 0 when none is left, None before any can be timed."""
+        work, longest, untimed = 0.0, 0.0, 0
+        for kind, n in self.waiting.items():
+            if (average := self._average(kind)) is None:
+                untimed += n
+            else:
+                work, longest = work + n * average, max(longest, average)
+        if untimed:
+            if not self.timed:
+                return None
+            mean = self.timed_seconds / self.timed
+            work, longest = work + untimed * mean, max(longest, mean)
+        return max(work / max(getattr(self.scheduler, "total_nthreads", 1), 1), longest)
 
     def _publish(self, force: bool = False) -> None:
         """Publish the counts when forced or when the last publication is older than PUBLISH_SECONDS."""
         now = time.monotonic()
         if self.scheduler is not None and (force or now - self.published >= PUBLISH_SECONDS):
             self.published = now
-            self.scheduler.log_event(self.name, {"done": self.done, "total": self.total})
+            self.scheduler.log_event(self.name, {"done": self.done, "total": self.total, "left": self.seconds_left()})

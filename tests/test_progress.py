@@ -29,6 +29,60 @@ def test_a_stage_line_estimates_the_remaining_time_from_the_rate_so_far():
     assert finished.line() == "write: 4/4 files, 2 s elapsed, done"
 
 
+def test_a_stage_line_takes_the_scheduler_s_estimate_where_there_is_one():
+    # 385 of 415 tasks in 30 s: the rate says 2 s more, but the 30 left are the long ones
+    p = StageProgress("mask (mdav)", 385, 415, 30.0, left=14.6)
+    assert p.remaining() == 14.6
+    assert p.line() == "mask (mdav): 385/415 tasks, 30 s elapsed, about 15 s remaining"
+    # every task submitted so far done, the stage not ended: it has more to submit, of unknown length
+    between = StageProgress("mask", 108, 108, 10.0, left=0.0)
+    assert between.line() == "mask: 108/108 tasks, 10 s elapsed, remaining unknown"
+
+
+class Prefix:
+    """The part of the scheduler's record of a kind of task that the counter reads."""
+
+    def __init__(self, average: float):
+        self.duration_average = average
+
+
+class Scheduler:
+    """The part of Dask's scheduler that the counter reads and writes."""
+
+    def __init__(self, threads: int):
+        self.tasks: dict = {}
+        self.task_prefixes: dict[str, Prefix] = {}
+        self.total_nthreads = threads
+        self.events: list[dict] = []
+
+    def log_event(self, topic: str, message: dict) -> None:
+        self.events.append(message)
+
+
+def test_the_seconds_left_weigh_each_kind_of_task_by_its_average_duration():
+    scheduler = Scheduler(threads=2)
+    counter = TaskCounter("me")
+    keys = [f"read-{i}" for i in range(40)] + [f"kernel-{i}" for i in range(6)] + ["write-0"]
+    counter.update_graph(scheduler, client="me", tasks=keys)
+    assert counter.seconds_left() is None  # nothing timed yet
+    scheduler.task_prefixes["read"] = Prefix(0.05)
+    for i in range(40):
+        counter.transition(f"read-{i}", "processing", "memory")
+    # the kernels and the write not timed yet: at the average of the finished tasks, over 2 threads
+    assert counter.seconds_left() == pytest.approx(7 * 0.05 / 2)
+    scheduler.task_prefixes["kernel"] = Prefix(3.0)
+    counter.transition("kernel-0", "processing", "memory")
+    mean = (40 * 0.05 + 3.0) / 41
+    assert counter.seconds_left() == pytest.approx((5 * 3.0 + mean) / 2)
+    for i in range(1, 6):
+        counter.transition(f"kernel-{i}", "processing", "memory")
+    # one task left, not timed: at the finished tasks' average, not spread over the threads (it runs on one)
+    assert counter.seconds_left() == pytest.approx((40 * 0.05 + 6 * 3.0) / 46)
+    counter.transition("write-0", "processing", "memory")
+    assert counter.seconds_left() == 0.0 and counter.waiting == {}
+    assert scheduler.events[-1] == {"done": 47, "total": 47, "left": 0.0}
+
+
 def test_plain_lines_come_every_ten_seconds_and_a_last_one_only_for_a_stage_that_showed_one():
     stream = io.StringIO()
     show = TerminalProgress(stream)
@@ -67,6 +121,7 @@ def test_the_scheduler_counts_each_stage_s_tasks_for_the_client():
     finals = [p for p in seen if p.finished]
     assert [(p.stage, p.done, p.total) for p in finals] == [("first", 20, 20), ("second", 7, 7)]
     assert all(p.done <= p.total for p in seen)
+    assert all(p.left is not None for p in finals)  # the scheduler timed the tasks and published its estimate
 
 
 def test_a_task_released_while_it_ran_is_counted_again_when_a_later_graph_submits_it():
