@@ -5,6 +5,7 @@ schedulers do not import ``distributed``)."""
 
 from __future__ import annotations
 
+import sys
 import time
 from collections import Counter
 
@@ -46,7 +47,7 @@ class TaskCounter(SchedulerPlugin):
             new = [key for key in tasks if key not in self.pending
                    and getattr(states.get(key), "state", None) not in ("memory", "erred")]
             for key in new:
-                self.pending[key] = kind = key_split(key)
+                self.pending[key] = kind = sys.intern(key_split(key))  # one string per kind, not per task
                 self.waiting[kind] += 1
             self.total += len(new)
             self._publish(force=True)
