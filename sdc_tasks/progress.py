@@ -15,13 +15,17 @@ import contextlib
 import contextvars
 import dataclasses
 import logging
+import os
 import sys
 import threading
 import time
+from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Callable, Iterator, Protocol, TextIO
+from typing import TYPE_CHECKING, Callable, Iterator, Mapping, Protocol, TextIO
 
+import dask
 from dask.callbacks import Callback
+from dask.utils import key_split
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -68,8 +72,22 @@ class StageProgress:
         """'evaluate: 412/800 tasks, 12 s elapsed, about 11 s remaining'."""
         left = self.remaining()
         rest = ("stopped" if self.failed else "done" if self.finished else "remaining unknown" if left is None
-                else f"about {left:.0f} s remaining")
+                else f"about {max(left, 1):.0f} s remaining")
         return f"{self.stage}: {self.done}/{self.total} {self.unit}, {self.elapsed:.0f} s elapsed, {rest}"
+
+
+def seconds_left(waiting: Mapping[str, int], average: Callable[[str], float | None], threads: int) -> float | None:
+    """Seconds until the ``waiting`` tasks (a count per kind of task, Dask's key prefix) are done: each at the
+    average duration of its kind, spread over ``threads``, and at least the longest of them; 0 when none waits.
+    None while a kind waiting has no average yet: its first task (a kernel compiling on its first call, a block of
+    another size) may take any time."""
+    work, longest = 0.0, 0.0
+    for kind, n in waiting.items():
+        if n:
+            if (seconds := average(kind)) is None:
+                return None
+            work, longest = work + n * seconds, max(longest, seconds)
+    return max(work / max(threads, 1), longest)
 
 
 class Reporter(Protocol):
@@ -247,25 +265,47 @@ LOCAL_TASKS = "threads-of-this-process"
 
 class _LocalTaskCounter(Callback):
     """Dask local-scheduler callback: the tasks of every graph run on threads in this process (submitted when its
-    graph starts, done as each ends), for a tracker, as one more client's counts."""
+    graph starts, done as each ends), and the seconds left (``seconds_left``, from its own average duration of
+    each kind of task, as Dask's scheduler keeps one), for a tracker, as one more client's counts."""
 
     def __init__(self, tracker: _Tracker):
         super().__init__()
         self.tracker = tracker
         self.done = self.total = 0
+        self.waiting: Counter = Counter()
+        self.averages: dict[str, float] = {}
+        self.started: dict = {}
+        self.threads = dask.config.get("num_workers", None) or os.cpu_count() or 1
         self.lock = threading.Lock()
 
+    def _counted(self) -> None:
+        """Hand the counts and the seconds left to the tracker."""
+        left = seconds_left(self.waiting, self.averages.get, self.threads)
+        self.tracker.counted(LOCAL_TASKS, self.done, self.total, left)
+
     def _start_state(self, dsk, state) -> None:
-        """Count the tasks a graph will run."""
+        """Count the tasks a graph will run, by kind."""
         with self.lock:
+            for key in (*state["ready"], *state["waiting"]):
+                self.waiting[key_split(key)] += 1
             self.total += len(state["ready"]) + len(state["waiting"])
-            self.tracker.counted(LOCAL_TASKS, self.done, self.total)
+            self._counted()
+
+    def _pretask(self, key, dsk, state) -> None:
+        """Note when a task starts."""
+        self.started[key] = time.perf_counter()
 
     def _posttask(self, key, result, dsk, state, worker_id) -> None:
-        """Count a task that has ended."""
+        """Count a task that has ended and fold its duration into its kind's average (half the new one, half the
+        old, as Dask's scheduler does)."""
+        seconds = time.perf_counter() - self.started.pop(key, time.perf_counter())
+        kind = key_split(key)
         with self.lock:
             self.done += 1
-            self.tracker.counted(LOCAL_TASKS, self.done, self.total)
+            self.waiting[kind] -= 1
+            old = self.averages.get(kind)
+            self.averages[kind] = seconds if old is None else 0.5 * seconds + 0.5 * old
+            self._counted()
 
 
 @contextlib.contextmanager

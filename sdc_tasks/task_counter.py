@@ -12,6 +12,8 @@ from collections import Counter
 from dask.utils import key_split
 from distributed.diagnostics.plugin import SchedulerPlugin
 
+from sdc_tasks.progress import seconds_left
+
 TOPIC = "sdc-progress"
 PUBLISH_SECONDS = 0.25  # the plugin publishes the counts at most this often (and whenever all tasks are done)
 
@@ -28,8 +30,6 @@ class TaskCounter(SchedulerPlugin):
         self.waiting: Counter = Counter()  # unfinished tasks per kind
         self.total = 0
         self.done = 0
-        self.timed = 0  # finished tasks whose kind had an average duration, and the sum of those averages
-        self.timed_seconds = 0.0
         self.published = 0.0
         self.scheduler = None
 
@@ -62,8 +62,6 @@ class TaskCounter(SchedulerPlugin):
             self.waiting[kind] -= 1
             if not self.waiting[kind]:
                 del self.waiting[kind]
-            if finish == "memory" and (average := self._average(kind)) is not None:
-                self.timed, self.timed_seconds = self.timed + 1, self.timed_seconds + average
             self.done += 1
             self._publish(force=self.done == self.total)
 
@@ -74,21 +72,9 @@ class TaskCounter(SchedulerPlugin):
         return prefix.duration_average if prefix is not None and prefix.duration_average >= 0 else None
 
     def seconds_left(self) -> float | None:
-        """Seconds until the client's unfinished tasks are done: each counted at the average duration of its kind
-        (a kind not timed yet at the average of the client's finished tasks), spread over the cluster's threads,
-        and at least the longest of them; 0 when none is left, None before any can be timed."""
-        work, longest, untimed = 0.0, 0.0, 0
-        for kind, n in self.waiting.items():
-            if (average := self._average(kind)) is None:
-                untimed += n
-            else:
-                work, longest = work + n * average, max(longest, average)
-        if untimed:
-            if not self.timed:
-                return None
-            mean = self.timed_seconds / self.timed
-            work, longest = work + untimed * mean, max(longest, mean)
-        return max(work / max(getattr(self.scheduler, "total_nthreads", 1), 1), longest)
+        """Seconds until the client's unfinished tasks are done, from the scheduler's average duration of each kind
+        (``progress.seconds_left``, over the cluster's threads); None while a kind has none."""
+        return seconds_left(self.waiting, self._average, getattr(self.scheduler, "total_nthreads", 1))
 
     def _publish(self, force: bool = False) -> None:
         """Publish the counts when forced or when the last publication is older than PUBLISH_SECONDS."""

@@ -9,7 +9,7 @@ import time
 import pytest
 
 from sdc_tasks.cluster import dask_client
-from sdc_tasks.progress import StageProgress, TerminalProgress, count, stage, tracking
+from sdc_tasks.progress import StageProgress, TerminalProgress, count, seconds_left, stage, tracking
 from sdc_tasks.task_counter import TaskCounter
 
 
@@ -60,50 +60,46 @@ class Scheduler:
 
 
 def test_the_seconds_left_weigh_each_kind_of_task_by_its_average_duration():
+    averages = {"read": 0.05, "kernel": 3.0}
+    assert seconds_left({"read": 40, "kernel": 6}, averages.get, 2) == pytest.approx((40 * 0.05 + 6 * 3.0) / 2)
+    assert seconds_left({"read": 0, "kernel": 1}, averages.get, 2) == 3.0  # one task runs on one thread
+    assert seconds_left({}, averages.get, 2) == 0.0
+    # a kind never timed (a kernel compiling on its first call) may take any time
+    assert seconds_left({"read": 3, "write": 1}, averages.get, 2) is None
+
+
+def test_the_scheduler_plugin_estimates_from_the_scheduler_s_averages():
     scheduler = Scheduler(threads=2)
     counter = TaskCounter("me")
     keys = [f"read-{i}" for i in range(40)] + [f"kernel-{i}" for i in range(6)] + ["write-0"]
     counter.update_graph(scheduler, client="me", tasks=keys)
     assert counter.seconds_left() is None  # nothing timed yet
-    scheduler.task_prefixes["read"] = Prefix(0.05)
+    scheduler.task_prefixes.update(read=Prefix(0.05), write=Prefix(0.2))
     for i in range(40):
         counter.transition(f"read-{i}", "processing", "memory")
-    # the kernels and the write not timed yet: at the average of the finished tasks, over 2 threads
-    assert counter.seconds_left() == pytest.approx(7 * 0.05 / 2)
+    assert counter.seconds_left() is None  # the kernels not timed yet
     scheduler.task_prefixes["kernel"] = Prefix(3.0)
     counter.transition("kernel-0", "processing", "memory")
-    mean = (40 * 0.05 + 3.0) / 41
-    assert counter.seconds_left() == pytest.approx((5 * 3.0 + mean) / 2)
+    assert counter.seconds_left() == pytest.approx((5 * 3.0 + 0.2) / 2)
     for i in range(1, 6):
         counter.transition(f"kernel-{i}", "processing", "memory")
-    # one task left, not timed: at the finished tasks' average, not spread over the threads (it runs on one)
-    assert counter.seconds_left() == pytest.approx((40 * 0.05 + 6 * 3.0) / 46)
+    assert counter.seconds_left() == pytest.approx(0.2)
     counter.transition("write-0", "processing", "memory")
     assert counter.seconds_left() == 0.0 and counter.waiting == {}
     assert scheduler.events[-1] == {"done": 47, "total": 47, "left": 0.0}
 
 
-def test_plain_lines_come_every_ten_seconds_and_a_last_one_only_for_a_stage_that_showed_one():
-    stream = io.StringIO()
-    show = TerminalProgress(stream)
-    for elapsed in (1.0, 5.0, 10.5, 12.0, 21.0):
-        show(StageProgress("evaluate", int(elapsed), 30, elapsed))
-    show(StageProgress("evaluate", 30, 30, 22.0, finished=True))
-    show(StageProgress("validate", 3, 3, 0.4, finished=True))
-    assert stream.getvalue().splitlines() == ["evaluate: 10/30 tasks, 10 s elapsed, about 21 s remaining",
-                                              "evaluate: 21/30 tasks, 21 s elapsed, about 9 s remaining",
-                                              "evaluate: 30/30 tasks, 22 s elapsed, done"]
+def test_a_run_on_threads_times_its_own_kinds_of_task():
+    import dask
+    from dask import delayed
 
+    from sdc_tasks.progress import counting_local
 
-def test_a_terminal_line_is_redrawn_in_place_and_cleared_at_the_end():
-    stream = Terminal()
-    show = TerminalProgress(stream)
-    show(StageProgress("mask", 1, 4, 1.0))
-    show(StageProgress("mask", 2, 4, 2.0))
-    show(StageProgress("mask", 4, 4, 3.0, finished=True))
-    assert stream.getvalue() == ("\r\x1b[2Kmask: 1/4 tasks, 1 s elapsed, about 3 s remaining"
-                                 "\r\x1b[2Kmask: 2/4 tasks, 2 s elapsed, about 2 s remaining\r\x1b[2K")
-    assert "\n" not in stream.getvalue()
+    seen: list[StageProgress] = []
+    with tracking([seen.append]), dask.config.set(scheduler="threads"), counting_local(), stage("local"):
+        assert dask.compute(*[delayed(increment)(i) for i in range(12)]) == tuple(range(1, 13))
+    (final,) = [p for p in seen if p.finished]
+    assert (final.done, final.total, final.left) == (12, 12, 0.0)
 
 
 def increment(x: int) -> int:
