@@ -37,10 +37,10 @@ LOG.addHandler(logging.NullHandler())  # a library logs only where its caller co
 
 @dataclass(frozen=True)
 class StageProgress:
-    """One stage's progress: its Dask tasks done of those submitted so far, and its elapsed seconds; ``finished``
-    once the stage has ended, ``failed`` too when it ended by an exception (an error, an interruption); ``left``:
-    the scheduler's estimate of the seconds its unfinished tasks take (``TaskCounter.seconds_left``), when it has
-    one."""
+    """One stage's progress: its Dask tasks (or its own parts, ``unit``) done of those submitted so far, and its
+    elapsed seconds; ``finished`` once the stage has ended, ``failed`` too when it ended by an exception (an error,
+    an interruption); ``left``: the estimate of the seconds its unfinished tasks take (``seconds_left``), when
+    there is one."""
 
     stage: str
     done: int
@@ -52,15 +52,15 @@ class StageProgress:
     left: float | None = None
 
     def remaining(self) -> float | None:
-        """Seconds left: the scheduler's estimate where there is one (its tasks' kinds differ in length: a stage
-        of many quick reads and a few long kernels), else at the rate so far (elapsed x tasks left / tasks done);
-        None before the first task ends, and while every task submitted is done but the stage has not ended (it
-        has more to submit)."""
+        """Seconds left: for Dask tasks the estimate from each kind's average duration (``left``: a stage's kinds
+        differ in length, many quick reads and a few long kernels), None while it has none; for a stage's own
+        parts the rate so far (elapsed x parts left / parts done), None before the first part is done. None too
+        while every task or part counted is done but the stage has not ended (it has more to submit)."""
         if self.finished and not self.failed:
             return 0.0
         if self.total and self.done >= self.total:
             return None
-        if self.left is not None:
+        if self.unit == "tasks":
             return self.left
         return self.elapsed * (self.total - self.done) / self.done if self.done else None
 

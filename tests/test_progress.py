@@ -20,23 +20,51 @@ class Terminal(io.StringIO):
         return True
 
 
-def test_a_stage_line_estimates_the_remaining_time_from_the_rate_so_far():
-    p = StageProgress("evaluate", 25, 100, 10.0)
+def test_a_stage_line_estimates_the_remaining_time_of_its_own_parts_from_the_rate_so_far():
+    p = StageProgress("generate", 25, 100, 10.0, unit="files")
     assert p.remaining() == pytest.approx(30.0) and p.fraction() == 0.25
-    assert p.line() == "evaluate: 25/100 tasks, 10 s elapsed, about 30 s remaining"
-    assert StageProgress("mask", 0, 8, 3.0).line() == "mask: 0/8 tasks, 3 s elapsed, remaining unknown"
+    assert p.line() == "generate: 25/100 files, 10 s elapsed, about 30 s remaining"
+    assert StageProgress("generate", 0, 8, 3.0, unit="files").line() == \
+        "generate: 0/8 files, 3 s elapsed, remaining unknown"
     finished = StageProgress("write", 4, 4, 2.0, finished=True, unit="files")
     assert finished.line() == "write: 4/4 files, 2 s elapsed, done"
 
 
-def test_a_stage_line_takes_the_scheduler_s_estimate_where_there_is_one():
+def test_a_stage_of_dask_tasks_shows_the_estimate_from_their_kinds_or_says_it_has_none():
     # 385 of 415 tasks in 30 s: the rate says 2 s more, but the 30 left are the long ones
     p = StageProgress("mask (mdav)", 385, 415, 30.0, left=14.6)
     assert p.remaining() == 14.6
     assert p.line() == "mask (mdav): 385/415 tasks, 30 s elapsed, about 15 s remaining"
+    # a kind still to run not timed yet (a kernel compiling on its first call): no estimate, not the rate
+    assert StageProgress("mask (md)", 4, 9, 10.0).line() == "mask (md): 4/9 tasks, 10 s elapsed, remaining unknown"
     # every task submitted so far done, the stage not ended: it has more to submit, of unknown length
     between = StageProgress("mask", 108, 108, 10.0, left=0.0)
     assert between.line() == "mask: 108/108 tasks, 10 s elapsed, remaining unknown"
+    assert StageProgress("evaluate", 5, 9, 1.0, left=0.2).line() == \
+        "evaluate: 5/9 tasks, 1 s elapsed, about 1 s remaining"
+
+
+def test_plain_lines_come_every_ten_seconds_and_a_last_one_only_for_a_stage_that_showed_one():
+    stream = io.StringIO()
+    show = TerminalProgress(stream)
+    for elapsed in (1.0, 5.0, 10.5, 12.0, 21.0):
+        show(StageProgress("evaluate", int(elapsed), 30, elapsed, left=30 - elapsed))
+    show(StageProgress("evaluate", 30, 30, 22.0, finished=True))
+    show(StageProgress("validate", 3, 3, 0.4, finished=True))
+    assert stream.getvalue().splitlines() == ["evaluate: 10/30 tasks, 10 s elapsed, about 20 s remaining",
+                                              "evaluate: 21/30 tasks, 21 s elapsed, about 9 s remaining",
+                                              "evaluate: 30/30 tasks, 22 s elapsed, done"]
+
+
+def test_a_terminal_line_is_redrawn_in_place_and_cleared_at_the_end():
+    stream = Terminal()
+    show = TerminalProgress(stream)
+    show(StageProgress("mask", 1, 4, 1.0, left=3.0))
+    show(StageProgress("mask", 2, 4, 2.0, left=2.0))
+    show(StageProgress("mask", 4, 4, 3.0, finished=True))
+    assert stream.getvalue() == ("\r\x1b[2Kmask: 1/4 tasks, 1 s elapsed, about 3 s remaining"
+                                 "\r\x1b[2Kmask: 2/4 tasks, 2 s elapsed, about 2 s remaining\r\x1b[2K")
+    assert "\n" not in stream.getvalue()
 
 
 class Prefix:
