@@ -153,7 +153,7 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            {"k": 3, "block_size": 100},
            "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
            "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
-           "(10x-25x the scan kernel it replaced, same groups) and 1.4 s for all 13 (about 6x), so Mic3mul k = 3 "
+           "(10x-25x the scan kernel it replaced, same groups) and 1.3 s for all 13 (about 7x), so Mic3mul k = 3 "
            "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/microaggregation_kernels.py, "
            "docs/performance.md)",
            block=BlockPlan("principal", 2)),
