@@ -7,6 +7,11 @@ many originals are strictly nearer than its own original and how many tie with i
 nearer" already settles DLD and DLD2 (sdc_methods_comparison_chapter.txt sec. 3; docs/metrics.md DLD_i). A
 count that stops at two is far cheaper than the three nearest records when masking is heavy and the ball
 around a masked record holds many originals.
+
+Compiled code here and in the kernels built on it passes an integer argument to another compiled function as an
+int64 value (``np.int64(0)``), never as a literal integer or a variable that starts as one: numba compiles the
+callee, and what it calls with that argument, once more for the literal, which an empty cache pays on its first
+call (MD's first call, 22-23 s before, 17-20 s after; tests/test_kernel_signatures.py).
 """
 
 from __future__ import annotations
@@ -98,7 +103,7 @@ def build_nodes(points, leaf_size):
                 box_hi[node, j] = max(box_hi[node, j], v)
         if hi - lo <= leaf_size:
             continue
-        axis, widest = 0, -1.0
+        axis, widest = np.int64(0), -1.0
         for j in range(d):
             if box_hi[node, j] - box_lo[node, j] > widest:
                 axis, widest = j, box_hi[node, j] - box_lo[node, j]

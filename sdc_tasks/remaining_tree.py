@@ -204,7 +204,7 @@ def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, r
     q = points[c]
     q_box = coords[c]
     dist_of = np.empty(kk)
-    filled = 0
+    filled = np.int64(0)
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
     top = 1
     while top > 0:

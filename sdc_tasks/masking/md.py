@@ -83,7 +83,7 @@ def _cheap_reach(y, slack, row, radius, by_radius, cursor, tree):
     while not alive[by_radius[cursor[0]]]:
         cursor[0] += 1
     t = radius[row] + radius[by_radius[cursor[0]]]
-    return min(t * t * (1.0 + BOUND_MARGIN), reach_bound(y[row], lo, hi, 0, slack))
+    return min(t * t * (1.0 + BOUND_MARGIN), reach_bound(y[row], lo, hi, np.int64(0), slack))
 
 
 @numba.njit(cache=True, nogil=True)
@@ -136,7 +136,7 @@ def _md_labels(z, k, y, slack, radius, by_radius):
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
     boxes = with_squared_norms(y)
-    tree = remaining_tree(boxes, LEAF_SIZE)
+    tree = remaining_tree(boxes, np.int64(LEAF_SIZE))
     perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
     cursor = np.zeros(1, np.int64)
     reach = np.empty(n)
@@ -147,7 +147,7 @@ def _md_labels(z, k, y, slack, radius, by_radius):
     heap = (np.empty(n, np.int64), np.full(n, -1, np.int64), np.full(1, n, np.int64))
     heap_fill(heap[0], heap[1], reach, np.arange(n), n)
     members = np.empty(k, np.int64)
-    m, g = n, 0
+    m, g = n, np.int64(0)
     while m >= 2 * k:
         pair = m >= 3 * k
         r = _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_radius, cursor)
@@ -156,7 +156,7 @@ def _md_labels(z, k, y, slack, radius, by_radius):
         g += 1
         if not pair:
             break
-        s = farthest_point(z[r], y[r], slack, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
+        s = farthest_point(z[r], y[r], slack, np.int64(-1), z, perm, start, stop, left, right, alive, count, lo, hi)
         _group_around(z, y, boxes, slack, s, k, g, labels, members, tree, heap, reach)
         m -= k
         g += 1

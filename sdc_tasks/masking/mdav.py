@@ -83,7 +83,7 @@ def _form_group(c, cols, span, alive, k, g, labels, row_of, d, v, members, dist_
         v[j] = cols[j, c]
     _column_distances(cols, span, v, d)
     d[c] = -1.0
-    filled = 0
+    filled = np.int64(0)
     worst = np.inf
     for a in range(span):
         if alive[a] and d[a] < worst:  # once k are held, a row no closer than the k-th (lower position) stays out
@@ -141,7 +141,7 @@ def _scan_labels(z, k):
     v = np.empty(p)
     members = np.empty(k, np.int64)
     dist_of = np.empty(k)
-    span, m, g = n, n, 0
+    span, m, g = n, n, np.int64(0)
     while m >= 2 * k:
         _column_distances(cols, span, _alive_centroid(rows, alive, span, m), d)
         _form_group(_alive_most_distant(d, alive, span), cols, span, alive, k, g, labels, row_of, d, v, members,
@@ -190,7 +190,7 @@ def _remaining_sums(z, alive):
 def _tree_most_distant(z, v, tree):
     """The remaining record most distant from ``v`` (lowest row index among ties; survey, MDAV steps 1, 2, 5b)."""
     perm, start, stop, left, right, parent, leaf, alive, count, lo, hi = tree
-    return farthest_point(v, v, 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi)
+    return farthest_point(v, v, 0.0, np.int64(-1), z, perm, start, stop, left, right, alive, count, lo, hi)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -208,11 +208,11 @@ def _tree_labels(z, k):
     """
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
-    tree = remaining_tree(z, LEAF_SIZE)
+    tree = remaining_tree(z, np.int64(LEAF_SIZE))
     alive = tree[7]
     members = np.empty(k, np.int64)
     sums = _remaining_sums(z, alive)
-    m, fresh_at, g = n, n, 0
+    m, fresh_at, g = n, n, np.int64(0)
     while m >= 2 * k:
         if 2 * m <= fresh_at:
             sums, fresh_at = _remaining_sums(z, alive), m

@@ -57,7 +57,7 @@ def closest(d, m, k, out):
     """The k positions with the smallest ``d[:m]`` in (distance, position) order, into ``out`` (MDAV step 3);
     ties go to the lowest position."""
     dist_of = np.empty(k)
-    filled = 0
+    filled = np.int64(0)
     for a in range(m):
         filled = insert_nearest(d[a], a, dist_of, out, filled, k)
 

@@ -42,7 +42,7 @@ def _split_group(z, labels, h, new, k):
     """
     n = z.shape[0]
     rows = np.empty(2 * k, np.int64)
-    cnt = 0
+    cnt = np.int64(0)
     for i in range(n):
         if labels[i] == h:
             rows[cnt] = i
@@ -90,7 +90,7 @@ def _vmdav_labels(z, k, gamma2):
             group_rows[t] = rem[members[t]]
             labels[rem[members[t]]] = g
         size = k
-        kept = 0
+        kept = np.int64(0)
         for a in range(m):
             if labels[rem[a]] < 0:
                 rem[kept] = rem[a]
@@ -147,7 +147,7 @@ def _vmdav_labels(z, k, gamma2):
                     sums[h, j] += z[i, j]
         for a in range(m):
             row = rem[a]
-            best_h = 0
+            best_h = np.int64(0)
             best_d = np.inf
             for h in range(g):
                 acc = 0.0
