@@ -22,6 +22,7 @@ from sdc_tasks.metrics.categorical_loss import MISSING_CODE, MISSING_TEXT, canon
 from sdc_tasks.reserved import COUNT_COL as COUNT
 from sdc_tasks.reserved import MASKED_ROW, ORIGINAL_ROW, PATTERN_COL, ROW_COL
 from sdc_tasks.reserved import WEIGHT_COL as WEIGHT
+from sdc_tasks.stats.group_sums import compensated_group_sums
 
 KANON_KS = (2, 3, 5)
 PAIR_BYTES = 1200
@@ -52,6 +53,28 @@ def _missing(values: pd.Series) -> np.ndarray:
     return values.isin([MISSING_CODE, MISSING_TEXT]).to_numpy()
 
 
+def _pattern_bits(table: pd.DataFrame, keys: list[str]) -> np.ndarray:
+    """Each combination's missing pattern as a bit mask (bit j: key j missing)."""
+    bits = np.zeros(len(table), np.int64)
+    for j, k in enumerate(keys):
+        bits |= _missing(table[k]).astype(np.int64) << j
+    return bits
+
+
+def _combined_codes(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
+    """One int64 code per row, equal for two rows exactly when every one of ``codes`` (value codes 0..size-1 per
+    column) is; made dense again (``np.unique``) whenever the next column could overflow the mixed radix."""
+    out = np.zeros(len(codes[0]) if codes else 0, np.int64)
+    span = 1
+    for code, size in zip(codes, sizes):
+        if span > (1 << 62) // max(size, 1):
+            uniques, out = np.unique(out, return_inverse=True)
+            span = len(uniques)
+        out = out * size + code
+        span *= size
+    return out
+
+
 def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """For every combination of ``table``, the records (f_k, column COUNT) and summed weights (F_k, column WEIGHT
     when present) of all combinations compatible with it: equal on every key where neither is missing; a
@@ -59,25 +82,36 @@ def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
 
     Exact for any share of missing values: with S and T the missing-key sets of two combinations, they are
     compatible iff equal on the keys outside S | T, so for each pair of missing patterns (S, T) present the
-    pattern-T combinations are summed by their values on the keys outside S | T and joined to the pattern-S
-    combinations. Cost: (number of patterns)^2 group-bys of the combination table."""
+    pattern-T combinations are summed by their values on the keys outside S | T and looked up for the pattern-S
+    combinations. Those values are matched as one integer code per combination (``_combined_codes``), and the
+    pattern-T rows are summed in table order with Kahan's compensation, as pandas' group-by on the keys summed
+    them before (``stats.group_sums``): the same doubles (tests/compatible_totals_reference.py). Cost:
+    (number of patterns)^2 sorts of codes of the combination table."""
     sums = [c for c in (COUNT, WEIGHT) if c in table.columns]
-    miss = pd.DataFrame({k: _missing(table[k]) for k in keys})
-    pattern = miss.apply(lambda row: tuple(k for k in keys if row[k]), axis=1) if len(table) else pd.Series([])
-    groups = {p: table[(pattern == p).to_numpy()] for p in pattern.unique()}
-    out = []
+    values = table[sums].to_numpy(np.float64)
+    bits = _pattern_bits(table, keys)
+    coded = [pd.factorize(table[k], use_na_sentinel=False)[0] for k in keys]
+    sizes = [int(c.max()) + 1 if len(c) else 1 for c in coded]
+    groups = {int(p): np.flatnonzero(bits == p) for p in pd.unique(bits)}
+    codes_on: dict[tuple[int, ...], np.ndarray] = {}
+    out = np.zeros((len(table), len(sums)))
     for s, rows in groups.items():
         acc = np.zeros((len(rows), len(sums)))
         for t, others in groups.items():
-            on = [k for k in keys if k not in s and k not in t]
+            on = tuple(j for j in range(len(keys)) if not (s | t) >> j & 1)
             if not on:
-                acc += others[sums].sum().to_numpy()
+                acc += table[bits == t][sums].sum().to_numpy()  # pandas' column sums, as before
                 continue
-            summed = others.groupby(on, sort=False)[sums].sum()
-            joined = rows[on].merge(summed, left_on=on, right_index=True, how="left")
-            acc += joined[sums].fillna(0.0).to_numpy()
-        out.append(pd.DataFrame(acc, columns=sums, index=rows.index))
-    return pd.concat(out).loc[table.index] if out else table[sums]
+            if on not in codes_on:
+                codes_on[on] = _combined_codes([coded[j] for j in on], [sizes[j] for j in on])
+            found, position = np.unique(codes_on[on][others], return_inverse=True)
+            summed = compensated_group_sums(position, values[others], len(found))
+            wanted = codes_on[on][rows]
+            at = np.minimum(np.searchsorted(found, wanted), len(found) - 1)
+            hit = found[at] == wanted
+            acc[hit] += summed[at[hit]]
+        out[rows] = acc
+    return pd.DataFrame(out, columns=sums, index=table.index)
 
 
 def combination_rows(part: pd.DataFrame, table: pd.DataFrame, keys: list[str], text: dict[str, bool]) -> np.ndarray:
