@@ -75,6 +75,16 @@ def _combined_codes(codes: list[np.ndarray], sizes: list[int]) -> np.ndarray:
     return out
 
 
+def _group_sums(labels: np.ndarray, values: np.ndarray, groups: int) -> np.ndarray:
+    """``stats.group_sums.compensated_group_sums``, without its compiled loop where every group holds one row (no
+    key value missing: each combination is its own group), whose sum is its value (0 for NaN)."""
+    if groups < len(labels):
+        return compensated_group_sums(labels, values, groups)
+    summed = np.empty_like(values)
+    summed[labels] = np.where(np.isnan(values), 0.0, values)
+    return summed
+
+
 def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
     """For every combination of ``table``, the records (f_k, column COUNT) and summed weights (F_k, column WEIGHT
     when present) of all combinations compatible with it: equal on every key where neither is missing; a
@@ -105,7 +115,7 @@ def compatible_totals(table: pd.DataFrame, keys: list[str]) -> pd.DataFrame:
             if on not in codes_on:
                 codes_on[on] = _combined_codes([coded[j] for j in on], [sizes[j] for j in on])
             found, position = np.unique(codes_on[on][others], return_inverse=True)
-            summed = compensated_group_sums(position, values[others], len(found))
+            summed = _group_sums(position, values[others], len(found))
             wanted = codes_on[on][rows]
             at = np.minimum(np.searchsorted(found, wanted), len(found) - 1)
             hit = found[at] == wanted
