@@ -1,4 +1,6 @@
 """The compiled kernels are compiled once per argument type: no compiled call passes numba a literal integer.
+Each test fails on any literal signature of any loaded sdc_tasks module, whichever test of the process compiled
+it.
 
 A literal argument (``f(x, 0)``, or a variable that starts as ``0`` and grows in a loop) makes numba compile the
 callee once more for the literal, and what the callee calls with it: on an empty cache MD's first call took
@@ -16,6 +18,7 @@ from numba.core import types
 
 from sdc_tasks.masking.md import md_groups
 from sdc_tasks.masking.mdav import TREE_MAX_ATTRIBUTES, mdav_groups
+from sdc_tasks.masking.rankswap import PARTNERS, rank_swap_permutation
 from sdc_tasks.masking.vmdav import vmdav_groups
 
 
@@ -41,4 +44,12 @@ def test_microaggregation_kernels_are_compiled_for_no_literal_integer():
         labels = {"md": md_groups(z, 3), "mdav": mdav_groups(z, 3), "vmdav": vmdav_groups(z, 3)}
         for name, lab in labels.items():
             assert np.bincount(lab).min() >= 3, name
+    assert literal_signatures() == {}
+
+
+def test_rank_swapping_is_compiled_for_no_literal_integer():
+    uniforms = np.random.default_rng(8).random(2000)
+    for partner in PARTNERS:
+        perm = rank_swap_permutation(2000, 15, uniforms, partner)
+        assert np.array_equal(perm[perm], np.arange(2000)), partner  # an involution
     assert literal_signatures() == {}

@@ -137,7 +137,7 @@ def _free_at(flags, tree, target):
 def _take(flags, tree, x):
     """Mark the rank at window position ``x`` taken."""
     flags[x] = 0
-    _fenwick_add(tree, x // FREE_BLOCK, -1)
+    _fenwick_add(tree, x // FREE_BLOCK, np.int64(-1))
 
 
 @numba.njit(cache=True, nogil=True)
