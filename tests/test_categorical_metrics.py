@@ -198,6 +198,21 @@ def test_compatible_totals_equal_the_group_by_on_the_keys_to_the_bit(seed):
     assert np.array_equal(_bits(totals), _bits(reference))
 
 
+def test_compatible_totals_of_more_keys_than_an_int64_has_bits():
+    """70 binary keys, four missing patterns, two of them beyond bit 62 (an int64 shift would lose keys 64-69):
+    the missing patterns are Python integers."""
+    rng = np.random.default_rng(70)
+    keys = [f"k{j}" for j in range(70)]
+    frame = pd.DataFrame(rng.integers(0, 2, size=(200, 70)).astype(float), columns=keys)
+    frame.iloc[:20] = frame.iloc[20:40].to_numpy()  # combinations of two records each
+    frame.iloc[40:45] = frame.iloc[100:105].to_numpy()
+    frame.iloc[40:45, 64:] = np.nan  # compatible with records 100-104 only through keys 64-69
+    frame.iloc[:3, 0:6] = np.nan
+    frame.iloc[50:53, 63] = np.nan
+    table = combination_counts(frame, keys, dict.fromkeys(keys, False))
+    assert np.array_equal(_bits(compatible_totals(table, keys)), _bits(reference_compatible_totals(table, keys)))
+
+
 def test_compatible_totals_of_the_survey_equal_the_group_by_on_the_keys_to_the_bit():
     """The simulated survey's seven categorical keys with sampling weights, as read and with 2 % of the key values
     suppressed."""

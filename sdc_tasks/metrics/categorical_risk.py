@@ -54,10 +54,12 @@ def _missing(values: pd.Series) -> np.ndarray:
 
 
 def _pattern_bits(table: pd.DataFrame, keys: list[str]) -> np.ndarray:
-    """Each combination's missing pattern as a bit mask (bit j: key j missing)."""
-    bits = np.zeros(len(table), np.int64)
+    """Each combination's missing pattern as a bit mask (bit j: key j missing): int64, or Python integers for more
+    than 62 keys."""
+    kind = np.int64 if len(keys) <= 62 else object
+    bits = np.zeros(len(table), kind)
     for j, k in enumerate(keys):
-        bits |= _missing(table[k]).astype(np.int64) << j
+        bits |= _missing(table[k]).astype(kind) << j
     return bits
 
 
