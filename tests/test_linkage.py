@@ -31,20 +31,20 @@ def brute_force_dld(x: np.ndarray, xm: np.ndarray, keys: int,
     sd = np.where(sd > 0, sd, 1.0)
     z, zm = (x - mean) / sd, (xm - mean) / sd
     masked_rows = np.arange(len(x)) if masked_rows is None else masked_rows
-    dld, dld2 = [], []
-    for i in range(1, keys + 1):
-        c1 = c2 = 0.0
-        for start in range(0, len(masked_rows), 500):
-            rows = masked_rows[start:start + 500]
-            d = np.sqrt(((zm[rows, None, :i] - z[None, :, :i]) ** 2).sum(axis=2))
-            own = np.sqrt(((zm[rows, :i] - z[rows, :i]) ** 2).sum(axis=1))[:, None]
+    c1, c2 = np.zeros(keys), np.zeros(keys)
+    for start in range(0, len(masked_rows), 500):
+        rows = masked_rows[start:start + 500]
+        d2 = np.zeros((len(rows), len(z)))  # squared distances on the first i keys, added key by key
+        own2 = np.zeros(len(rows))
+        for i in range(1, keys + 1):
+            d2 += (zm[rows, None, i - 1] - z[None, :, i - 1]) ** 2
+            own2 += (zm[rows, i - 1] - z[rows, i - 1]) ** 2
+            d, own = np.sqrt(d2), np.sqrt(own2)[:, None]
             closer = (d < own - TOL * own).sum(axis=1)
             tied = (np.abs(d - own) <= TOL * own).sum(axis=1)
-            c1 += np.where(closer == 0, 1.0 / tied, 0.0).sum()
-            c2 += np.where((closer < 2) & (closer + tied >= 2), 1.0 / tied, 0.0).sum()
-        dld.append(100 * c1 / len(masked_rows))
-        dld2.append(100 * c2 / len(masked_rows))
-    return dld, dld2
+            c1[i - 1] += np.where(closer == 0, 1.0 / tied, 0.0).sum()
+            c2[i - 1] += np.where((closer < 2) & (closer + tied >= 2), 1.0 / tied, 0.0).sum()
+    return list(100 * c1 / len(masked_rows)), list(100 * c2 / len(masked_rows))
 
 
 def blocked_dld(x: np.ndarray, xm: np.ndarray, keys: int, cell_rows: int, parts: int,
