@@ -8,8 +8,9 @@ import logging
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Any, Callable, Iterator, Optional
 
 import typer
 
@@ -127,16 +128,62 @@ def _interrupt(signum: int, frame) -> None:
     raise Interrupted(signum)
 
 
+class _Redelivery:
+    """An unraisable-exception hook for Interrupted, which Python could not raise in the main thread: a signal
+    handled while a finalizer or a garbage-collector callback ran there (Dask's GC diagnosis), where an exception is
+    reported as "Exception ignored" and dropped. The signal is sent to the main thread once more 50 ms later (out of
+    that callback, a blocking wait interrupted as by the first); any other unraisable exception goes to the hook
+    before."""
+
+    def __init__(self, previous_hook: Callable[[Any], None]):
+        self.previous_hook = previous_hook
+        self.lock = threading.Lock()
+        self.pending: dict[int, threading.Timer] = {}
+
+    def __call__(self, unraisable) -> None:
+        """Schedule the dropped signal again, or pass the exception on."""
+        if not isinstance(unraisable.exc_value, Interrupted):
+            self.previous_hook(unraisable)
+            return
+        signum = unraisable.exc_value.signum
+        signal.signal(signum, _interrupt)
+        timer = threading.Timer(0.05, self._deliver, (signum,))
+        timer.daemon = True
+        with self.lock:
+            self.pending[signum] = timer
+        timer.start()
+
+    def _deliver(self, signum: int) -> None:
+        """Send ``signum`` to the main thread unless the block has ended."""
+        with self.lock:
+            if self.pending.pop(signum, None) is not None:
+                signal.pthread_kill(threading.main_thread().ident, signum)
+
+    def undelivered(self) -> list[int]:
+        """Cancel the deliveries not yet made; their signals."""
+        with self.lock:
+            for timer in self.pending.values():
+                timer.cancel()
+            signums, self.pending = list(self.pending), {}
+        return signums
+
+
 @contextlib.contextmanager
 def _interruptible() -> Iterator[None]:
-    """For the block, SIGINT and SIGTERM raise Interrupted in this (the main) thread; the handlers before are
-    restored after it."""
+    """For the block, SIGINT and SIGTERM raise Interrupted in this (the main) thread, also when they arrive inside a
+    finalizer (:class:`_Redelivery`); the handlers before are restored after it."""
     previous = {sig: signal.signal(sig, _interrupt) for sig in STOP_SIGNALS}
+    redelivery = _Redelivery(sys.unraisablehook)
+    sys.unraisablehook = redelivery
     try:
         yield
     finally:
+        sys.unraisablehook = redelivery.previous_hook
+        lost = redelivery.undelivered()
         for sig, handler in previous.items():
             signal.signal(sig, handler)
+    if lost:
+        raise Interrupted(lost[0])
 
 
 def _interrupted(command: str, exc: KeyboardInterrupt) -> None:

@@ -322,6 +322,42 @@ def test_a_signal_during_the_deferred_block_is_raised_when_it_ends(sig):
         signal.signal(sig, previous)
 
 
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_taken_inside_a_finalizer_still_stops_the_run(sig, capsys):
+    """A stop signal handled while a finalizer or a garbage-collector callback runs (Dask's GC diagnosis, seen in a
+    run of this suite: the evaluation went on to publish, exit 0): Python drops the exception raised there, and the
+    command's handler delivers the signal again, so that Interrupted reaches the run (in a blocking wait) at once with
+    nothing printed."""
+    from sdc_tasks.cli import Interrupted, _interruptible
+
+    class SignalledWhileFinalized:
+        def __del__(self):
+            os.kill(os.getpid(), sig)
+            for _ in range(1000):  # the handler runs here, inside the finalizer
+                pass
+
+    import logging
+
+    previous = (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook)
+    asyncio_filters = list(logging.getLogger("asyncio").filters)
+    try:
+        start = time.monotonic()
+        with pytest.raises(Interrupted) as stopped:
+            with _interruptible():
+                SignalledWhileFinalized()
+                time.sleep(10)  # a blocking wait, as for a cluster's results
+                pytest.fail("the run went on after the signal")
+        assert stopped.value.signum == sig and time.monotonic() - start < 2
+        with pytest.raises(Interrupted) as stopped:  # the block ends before the signal is sent again: raised at its end
+            with _interruptible():
+                SignalledWhileFinalized()
+        assert stopped.value.signum == sig
+    finally:
+        logging.getLogger("asyncio").filters[:] = asyncio_filters  # the handler's filter, for a stopping process
+    assert (signal.getsignal(signal.SIGINT), signal.getsignal(signal.SIGTERM), sys.unraisablehook) == previous
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
 def test_an_interrupted_run_does_not_report_the_tasks_its_tear_down_abandons(caplog):
     """After the stop signal, asyncio's "Task exception was never retrieved" (a comm handler of the stopping
     scheduler, seen once on a loaded machine) is dropped; asyncio's other records are kept."""
