@@ -210,7 +210,8 @@ def _variable_order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.
             graphs["ranks"] = rank_error_graph(b)
         if asked.hits:
             graphs["windows"] = interval_hit_graph(b)
-            graphs["sdid"] = dask.delayed(sum)([dask.delayed(_part_sdid_hits)(p, var, sd) for p in pairs.to_delayed()])
+            columns = pairs[[var, var + MASKED_SUFFIX]].to_delayed()  # the variable's, not every column of the pairs
+            graphs["sdid"] = dask.delayed(sum)([dask.delayed(_part_sdid_hits)(p, var, sd) for p in columns])
         done = dask.compute(graphs)[0]
     if asked.quantiles and files is not None:
         terms = quantile_pil(*(sorted_column(keyed_frame(f, var, id_col), _within(sorts, name))
