@@ -29,7 +29,7 @@ from sdc_tasks.evaluation.global_order import ID, KEY, SortedColumn, keyed_frame
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranked_order, ranks, ranks_in
-from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_positions
+from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
 from sdc_tasks.reserved import MASKED_SUFFIX
@@ -111,13 +111,6 @@ def rank_error_graph(b: SortedColumn):
                       operator.add)
 
 
-def _values_at(positions: np.ndarray, values: np.ndarray, base: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """The sorted column's values at global positions, from ``values``: the pieces (whole partitions, in order)
-    that hold them end to end, piece i starting at global position ``starts[i]`` and at ``base[i]`` in ``values``."""
-    piece = np.searchsorted(starts, positions, side="right") - 1
-    return values[base[piece] + positions - starts[piece]]
-
-
 def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndarray, n: int, starts: np.ndarray,
                       *pieces: np.ndarray) -> np.ndarray:
     """For each half-width W of ``widths``, how many records of one partition of sort B have their original value
@@ -128,13 +121,9 @@ def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndar
     keys, x = part[KEY].to_numpy(), part[OTHER].to_numpy()
     r = start + np.searchsorted(keys, keys, side="right") - 1
     r[keys == keys[-1]] = last
-    values = np.concatenate(pieces)
     base = np.concatenate([[0], np.cumsum([len(p) for p in pieces])[:-1]]).astype(np.int64)
-    hits = []
-    for width in widths:
-        lo, hi = (_values_at(ends, values, base, starts) for ends in window_positions(r, int(width), n))
-        hits.append(int(((lo <= x) & (x <= hi)).sum()))
-    return np.array(hits, dtype=np.int64)
+    return window_hits(np.concatenate(pieces).astype(np.float64, copy=False), base, starts.astype(np.int64), n,
+                       np.ascontiguousarray(x, dtype=np.float64), r.astype(np.int64), widths.astype(np.int64))
 
 
 def _joined(*counts: np.ndarray) -> np.ndarray:

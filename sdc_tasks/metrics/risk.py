@@ -70,15 +70,26 @@ def linkage_counts(tree: KdTree | None, q: np.ndarray, d_own: np.ndarray) -> tup
 
 
 @numba.njit(cache=True, nogil=True)
-def _window_hits(sorted_masked, x, r, below, above):
-    """For each window j: how many x[i] lie within sorted_masked[r[i] - below[j]] .. sorted_masked[r[i] + above[j]]
-    (indices clipped to the column); with r sorted, each pass reads the column forwards."""
-    n = sorted_masked.shape[0]
-    hits = np.zeros(below.shape[0], dtype=np.int64)
-    for j in range(below.shape[0]):
+def _value_at(values, base, starts, position):
+    """The sorted column's value at a global position, from its pieces laid end to end in ``values``: piece k
+    starts at global position ``starts[k]`` and at ``base[k]`` in ``values`` (``starts`` ascending)."""
+    k = 0
+    while k + 1 < starts.shape[0] and starts[k + 1] <= position:
+        k += 1
+    return values[base[k] + position - starts[k]]
+
+
+@numba.njit(cache=True, nogil=True)
+def window_hits(values, base, starts, n, x, r, widths):
+    """For each half-width W of ``widths``: how many x[i] lie within the sorted column's values at positions
+    R - W .. R + W - 1 (R = r[i]; clipped to its n positions, as :func:`window_positions`), the column read from
+    the pieces of :func:`_value_at` (the whole column: one piece, ``base`` = ``starts`` = [0]); with r sorted,
+    each pass reads them forwards."""
+    hits = np.zeros(widths.shape[0], dtype=np.int64)
+    for j in range(widths.shape[0]):
         for i in range(x.shape[0]):
-            lo = sorted_masked[max(r[i] - below[j], 0)]
-            hi = sorted_masked[min(r[i] + above[j], n - 1)]
+            lo = _value_at(values, base, starts, max(r[i] - widths[j], 0))
+            hi = _value_at(values, base, starts, min(r[i] + widths[j] - 1, n - 1))
             if lo <= x[i] <= hi:
                 hits[j] += 1
     return hits
@@ -112,9 +123,9 @@ def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
         order = np.argsort(xm, kind="stable")
     x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
     r = np.maximum(np.searchsorted(sorted_masked, xm, side="right") - 1, 0)
-    widths = interval_widths(n, percents)
-    return _window_hits(np.ascontiguousarray(sorted_masked, dtype=np.float64), x, r.astype(np.int64), widths,
-                        widths - 1)
+    whole = np.zeros(1, dtype=np.int64)
+    return window_hits(np.ascontiguousarray(sorted_masked, dtype=np.float64), whole, whole, n, x, r.astype(np.int64),
+                       interval_widths(n, percents))
 
 
 def sdid_hits(x: np.ndarray, xm: np.ndarray, sd: float, k: float = 0.05) -> int:
