@@ -23,7 +23,7 @@ def write_batches(frame: pd.DataFrame, destinations: np.ndarray, count: int, pat
     """Write the rows of ``frame`` to the IPC file ``path`` as ``count`` record batches, batch ``j`` holding the rows
     whose destination is ``j`` in their order; atomically, so that a retried task replaces the file whole. Returns
     the rows written."""
-    order = np.argsort(destinations, kind="stable")
+    order = np.argsort(destinations.astype(np.min_scalar_type(max(count - 1, 0))), kind="stable")  # radix, to 16 bits
     bounds = np.searchsorted(destinations[order], np.arange(count + 1))
     batch = pa.RecordBatch.from_pandas(frame.iloc[order], preserve_index=False)
     with replaced_whole(path) as partial, pa.OSFile(str(partial), "wb") as sink, \

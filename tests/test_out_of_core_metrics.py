@@ -100,7 +100,8 @@ def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_
     per partition, read back by the tasks)."""
     files = tmp_path / "sorts" if written else None
     sc = sorted_column(keyed_frame(_uneven(tied, parts), "a", "rid"), files)
-    assert not written or len(list(files.iterdir())) == parts
+    assert not written or sorted(f.name for f in files.iterdir()) == sorted(
+        name for j in range(parts) for name in (str(j), str(j) + global_order.KEYS_FILE))
     got = pd.concat(dask.compute(*sc.parts), ignore_index=True)
     order = np.lexsort((tied["rid"].to_numpy(), tied["a"].to_numpy()))
     assert np.array_equal(got[KEY].to_numpy(), tied["a"].to_numpy()[order])
@@ -112,6 +113,30 @@ def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_
     positions = np.array([0, 1, 53, 999, 1000, N - 1])
     assert np.array_equal(sc.at(positions), whole[positions])
     assert parts == 1 or len(sc.parts) > 1
+
+
+@pytest.mark.parametrize("written", [False, True])
+@pytest.mark.parametrize("side", ["left", "right"])
+def test_counts_below_read_only_the_partitions_their_thresholds_fall_in(sync_dask, tied, written, side, tmp_path,
+                                                                         monkeypatch):
+    """Counts below thresholds equal numpy's on the whole sorted column (the tie value shared by 40 % of the
+    records, across many partitions; each partition's first and last values; values between and outside them; NaN
+    and infinities), and a count reads only the partitions whose first and last values do not settle it."""
+    files = tmp_path / "sorts" if written else None
+    sc = sorted_column(keyed_frame(_uneven(tied, 37), "a", "rid"), files)
+    whole = np.sort(tied["a"].to_numpy())
+    thresholds = np.concatenate([[0.0, np.nan, np.inf, -np.inf, whole[0] - 1, whole[-1] + 1, 17.05],
+                                 sc.first, sc.last, np.unique(whole)[::7]])
+    read = []
+    monkeypatch.setattr(global_order, "_count_below",
+                        lambda part, t, s, _f=global_order._count_below: read.append(1) or _f(part, t, s))
+    assert np.array_equal(sc.count_below(thresholds, side), np.searchsorted(whole, thresholds, side=side))
+    assert len(read) == len(sc.parts)  # some threshold falls in each
+    for t in (17.05, whole[-1] + 1, np.inf, -np.inf):
+        read.clear()
+        assert np.array_equal(sc.count_below(np.array([t]), side), np.searchsorted(whole, [t], side=side))
+        straddled = ~((sc.last < t) | (sc.first >= t)) if side == "left" else ~((sc.last <= t) | (sc.first > t))
+        assert len(read) == int(straddled.sum()) <= 2
 
 
 @pytest.mark.parametrize("written", [False, True])

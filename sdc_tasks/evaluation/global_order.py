@@ -13,10 +13,12 @@ is then sorted locally. With as many samples per partition as there are partitio
 
 The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a few
 of them do not each carry the whole collection's graph), or, through files, written to files that the tasks
-reading a partition load (:func:`sdc_tasks.task_graph.stored`), and their
-lengths, first and last values fetched, so that a record's global position is its partition's offset plus its local
-position: the driver then knows which partition holds any global position, and the order statistics
-(:mod:`sdc_tasks.stats.order`) read only the partitions they need.
+reading a partition load (:func:`sdc_tasks.task_graph.stored`), each with its KEY column beside it as a NumPy file
+that the tasks reading values at a few positions or counting below thresholds map into memory instead of loading
+the partition (reading the few pages they touch); their lengths, first and last values are fetched, so that a
+record's global position is its partition's offset plus its local position: the driver then knows which partition
+holds any global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the partitions they
+need.
 """
 
 from __future__ import annotations
@@ -30,6 +32,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.exchange_files import read_batches, write_batches
+from sdc_tasks.outputs import replaced_whole
 from sdc_tasks.scheduling import shuffle_method
 from sdc_tasks.stats.order import value_order
 from sdc_tasks.task_graph import Stored, stored
@@ -39,6 +42,9 @@ KEY, ID, BUCKET = "key", "id", "bucket"
 partition of a record (added here); any other column travels with its record."""
 
 MIN_SAMPLES, MAX_SAMPLES = 32, 2048
+
+KEYS_FILE = ".keys.npy"
+"""Suffix of the NumPy file of a written sorted partition's KEY column, beside the partition's file."""
 
 
 def keyed_frame(frame: dd.DataFrame, value: str, id_col: str, carry: dict[str, str] | None = None) -> dd.DataFrame:
@@ -58,9 +64,10 @@ def _keyed(part: pd.DataFrame, value: str, id_col: str, carry: dict[str, str]) -
 
 
 def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:
-    """The records of one partition sorted by (KEY, ID), on a fresh 0.. index."""
-    order = value_order(part[KEY].to_numpy(), part[ID].to_numpy())
-    return part.iloc[order].reset_index(drop=True)
+    """The records of one partition sorted by (KEY, ID), on a fresh 0.. index (set, not copied)."""
+    out = part.iloc[value_order(part[KEY].to_numpy(), part[ID].to_numpy())]
+    out.index = pd.RangeIndex(len(out))
+    return out
 
 
 def _regular_sample(part: pd.DataFrame, size: int, key: str = KEY) -> tuple[np.ndarray, np.ndarray]:
@@ -118,14 +125,14 @@ def _described(part: pd.DataFrame, next_key: str | None,
     return _ends(part), None if next_key is None else _regular_sample(part, size, next_key)
 
 
-def _take(part: pd.DataFrame, local: np.ndarray) -> np.ndarray:
-    """KEY at local positions of one partition."""
-    return part[KEY].to_numpy()[local]
+def _take(keys: np.ndarray, local: np.ndarray) -> np.ndarray:
+    """The KEYs of one partition at local positions."""
+    return keys[local]
 
 
-def _count_below(part: pd.DataFrame, thresholds: np.ndarray, side: str) -> np.ndarray:
-    """How many KEYs of one sorted partition lie below each threshold (< or <= as ``side``)."""
-    return np.searchsorted(part[KEY].to_numpy(), thresholds, side=side)
+def _count_below(keys: np.ndarray, thresholds: np.ndarray, side: str) -> np.ndarray:
+    """How many of one sorted partition's KEYs lie below each threshold (< or <= as ``side``)."""
+    return np.searchsorted(keys, thresholds, side=side)
 
 
 def _keys(part: pd.DataFrame) -> np.ndarray:
@@ -133,15 +140,22 @@ def _keys(part: pd.DataFrame) -> np.ndarray:
     return part[KEY].to_numpy()
 
 
+def _mapped_keys(path: str) -> np.ndarray:
+    """The KEY column of a written sorted partition, mapped into memory from its NumPy file (pages read as touched)."""
+    return np.load(path, mmap_mode="r").view(np.ndarray)
+
+
 @dataclass(frozen=True)
 class SortedColumn:
-    """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty):
-    partition k holds global positions ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first
-    and last KEY, ``head``: how many of its records hold its first KEY; ``next_samples``: per partition, the
-    regular sample by another column that a sort of these partitions by it reads (None unless asked for). Reads
-    as a sorted column of :mod:`sdc_tasks.stats.order`."""
+    """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty;
+    ``keys``: their KEY arrays, delayed, shared by the tasks that read KEY only): partition k holds global positions
+    ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first and last KEY, ``head``: how many of its
+    records hold its first KEY; ``next_samples``: per partition, the regular sample by another column that a sort of
+    these partitions by it reads (None unless asked for). Reads as a sorted column of
+    :mod:`sdc_tasks.stats.order`."""
 
     parts: list
+    keys: list
     offsets: np.ndarray
     first: np.ndarray
     last: np.ndarray
@@ -162,7 +176,7 @@ class SortedColumn:
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
         part = self.part_of(positions)
         touched = np.unique(part)
-        got = dask.compute(*[dask.delayed(_take)(self.parts[k], positions[part == k] - self.offsets[k])
+        got = dask.compute(*[dask.delayed(_take)(self.keys[k], positions[part == k] - self.offsets[k])
                              for k in touched])
         out = np.empty(positions.size)
         for k, values in zip(touched, got):
@@ -170,10 +184,19 @@ class SortedColumn:
         return out
 
     def count_below(self, thresholds: np.ndarray, side: str) -> np.ndarray:
-        """For each threshold t, how many KEYs are < t (``side="left"``) or <= t (``side="right"``)."""
-        thresholds = np.asarray(thresholds, dtype=np.float64)
-        counts = dask.compute(*[dask.delayed(_count_below)(p, thresholds, side) for p in self.parts])
-        return np.sum(counts, axis=0, dtype=np.int64)
+        """For each threshold t, how many KEYs are < t (``side="left"``) or <= t (``side="right"``), reading only
+        the partitions whose first and last KEYs do not settle the count (a partition whose last KEY lies below
+        t counts whole, one whose first KEY lies at or above it not at all)."""
+        thresholds = np.asarray(thresholds, dtype=np.float64).reshape(-1)
+        first, last = self.first[:, None], self.last[:, None]
+        whole = last < thresholds if side == "left" else last <= thresholds
+        none = first >= thresholds if side == "left" else first > thresholds
+        out = np.diff(self.offsets) @ whole.astype(np.int64)
+        read = np.flatnonzero(~(whole | none).all(axis=1))
+        counts = dask.compute(*[dask.delayed(_count_below)(self.keys[k], thresholds, side) for k in read])
+        for k, got in zip(read, counts):
+            out += np.where(whole[k], 0, got)
+        return out
 
     def last_occurrences(self) -> np.ndarray:
         """For each partition, the global position of the last record holding its last KEY (the tie group may
@@ -194,10 +217,6 @@ class SortedColumn:
         """The partitions holding any of the global positions ``low`` .. ``high``, in order."""
         return list(range(int(self.part_of(low)), int(self.part_of(high)) + 1))
 
-    def key_parts(self) -> list:
-        """Delayed KEY arrays of the partitions (one task each, shared by the tasks that read them)."""
-        return [dask.delayed(_keys)(p) for p in self.parts]
-
 
 def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, count: int, path: Path) -> int:
     """One input partition's records written to the file ``path``, a batch per output partition
@@ -209,8 +228,11 @@ def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, cou
 def _stored_sorted(sent_files: list[Path], j: int, sent: int, path: str, next_key: str | None,
                    size: int) -> tuple[Stored, tuple]:
     """Output partition ``j`` read from every input partition's file (``sent``: the records written, every file
-    done), sorted by (KEY, ID) and written to the file ``path``: where it lies and its :func:`_described`."""
+    done), sorted by (KEY, ID) and written to the file ``path``, its KEY column to ``path`` + KEYS_FILE: where it
+    lies and its :func:`_described`."""
     part = _locally_sorted(read_batches(sent_files, j))
+    with replaced_whole(path + KEYS_FILE) as partial, open(partial, "wb") as f:
+        np.save(f, part[KEY].to_numpy())
     return stored(part, path), _described(part, next_key, size)
 
 
@@ -258,15 +280,18 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None, samples: list 
         shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
                                       shuffle_method=shuffle_method())
         parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
+        keys = [dask.delayed(_keys)(p) for p in parts]
         described = dask.compute(*[dask.delayed(_described)(p, next_key, size) for p in parts])
     else:
         written = _written_sorted(pieces, split_keys, split_ids, files, next_key, size)
         parts = [dask.delayed(Stored.load, pure=True)(where) for where, _ in written]
+        keys = [dask.delayed(_mapped_keys, pure=True)(where.path + KEYS_FILE) for where, _ in written]
         described = [d for _, d in written]
     kept = [k for k, (e, _) in enumerate(described) if e[0]]
     ends = [described[k][0] for k in kept]
     lengths = np.array([e[0] for e in ends], dtype=np.int64)
-    return SortedColumn([parts[k] for k in kept], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+    return SortedColumn([parts[k] for k in kept], [keys[k] for k in kept],
+                        np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                         np.array([e[1] for e in ends]), np.array([e[2] for e in ends]),
                         np.array([e[3] for e in ends], dtype=np.int64),
                         None if next_key is None else [described[k][1] for k in kept])
