@@ -14,6 +14,7 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow.parquet as pq
 from scipy.spatial import cKDTree
 
 from sdc_tasks.errors import InputError
@@ -98,9 +99,18 @@ def held(frame: dd.DataFrame, scratch: Path | None) -> dd.DataFrame:
     return _read_pairs(scratch)
 
 
+def _pairs_file(path: str, columns: list[str] | None = None) -> pd.DataFrame:
+    """The pairs of one Parquet file, only ``columns`` when given (read and converted once: Dask's Parquet reader
+    selects the columns of the frame it read again, copying it twice)."""
+    return pq.read_table(path, columns=columns).to_pandas()
+
+
 def _read_pairs(scratch: Path) -> dd.DataFrame:
-    """The pairs written to ``scratch`` as a Dask frame."""
-    return dd.read_parquet(str(scratch), index=False)
+    """The pairs written to ``scratch`` as a Dask frame, a partition per file in the order of their numbers; a pass
+    that selects columns reads only those (the reader takes Dask's column projection)."""
+    files = sorted(scratch.glob("part-*.parquet"), key=lambda f: (len(f.name), f.name))
+    meta = pq.read_schema(files[0]).empty_table().to_pandas()
+    return dd.from_map(_pairs_file, [str(f) for f in files], meta=meta, enforce_metadata=False)
 
 
 def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
