@@ -57,10 +57,9 @@ def keyed_frame(frame: dd.DataFrame, value: str, id_col: str, carry: dict[str, s
 
 def _keyed(part: pd.DataFrame, value: str, id_col: str, carry: dict[str, str]) -> pd.DataFrame:
     """One partition as KEY, ID and the carried columns."""
-    out = pd.DataFrame({KEY: part[value].to_numpy(np.float64), ID: part[id_col].to_numpy()})
-    for source, name in carry.items():
-        out[name] = part[source].to_numpy(np.float64)
-    return out
+    columns = {KEY: part[value].to_numpy(np.float64), ID: part[id_col].to_numpy()}
+    columns.update({name: part[source].to_numpy(np.float64) for source, name in carry.items()})
+    return pd.DataFrame(columns, copy=False)
 
 
 def _locally_sorted(part: pd.DataFrame) -> pd.DataFrame:

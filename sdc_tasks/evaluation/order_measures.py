@@ -76,7 +76,7 @@ def _swapped(part: pd.DataFrame, start: int) -> pd.DataFrame:
     """A partition of sort A as input of sort B: the masked value as KEY, the original value as OTHER and its rank
     (the global position + 1) as RANK."""
     return pd.DataFrame({KEY: part[OTHER].to_numpy(), ID: part[ID].to_numpy(), OTHER: part[KEY].to_numpy(),
-                         RANK: start + np.arange(1, len(part) + 1, dtype=np.int64)})
+                         RANK: start + np.arange(1, len(part) + 1, dtype=np.int64)}, copy=False)
 
 
 def _within(files: Path | None, name: str) -> Path | None:
