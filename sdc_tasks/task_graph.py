@@ -13,11 +13,15 @@ wait on disk, not in memory, until the cell's task reads them, so a worker holds
 and no more, however large the file (Dask releases a result only when every task reading it is done, and runs
 a ready task as soon as a thread is free: the pieces of all cells would otherwise be held at once).
 :func:`kept_partitions` keeps the computed partitions of a Dask DataFrame the same way, in memory or in files.
+
+A result's arrays are written beside its pickle (protocol 5's out-of-band buffers) and loaded by mapping the file
+into memory: nothing is copied or read before a task touches it, and a task that reads a few values of a partition
+reads a few pages.
 """
 
 from __future__ import annotations
 
-import itertools
+import mmap
 import operator
 import pickle
 from dataclasses import dataclass
@@ -43,19 +47,26 @@ def _node(arg: Any) -> Any:
     return arg
 
 
+ALIGN = 64
+"""Byte alignment of each array's data in a result's file (numpy and numba read aligned arrays quicker)."""
+
+
 @dataclass(frozen=True)
 class Stored:
-    """A task result kept in a file: the pickled bytes ``start`` .. ``end`` of ``path``."""
+    """A task result kept in a file: its pickle, bytes ``start`` .. ``end`` of ``path``, and the data of the arrays it
+    holds (protocol 5's out-of-band buffers), each at (offset, length) of ``buffers``."""
 
     path: str
     start: int
     end: int
+    buffers: tuple[tuple[int, int], ...] = ()
 
     def load(self) -> Any:
-        """The result."""
+        """The result, its arrays mapped from the file copy-on-write: pages are read as they are touched, and a task
+        that writes to an array writes to its own copy of the page, never to the file."""
         with open(self.path, "rb") as f:
-            f.seek(self.start)
-            return pickle.loads(f.read(self.end - self.start))
+            mapped = memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_COPY))
+        return pickle.loads(mapped[self.start:self.end], buffers=[mapped[a:a + n] for a, n in self.buffers])
 
 
 @dataclass(frozen=True)
@@ -81,15 +92,26 @@ def _stored_call(func: Callable, path: str, *args: Any) -> Stored | StoredTuple:
     return stored(func(*_loaded(args)), path)
 
 
+def _written_piece(f: Any, result: Any, path: str) -> Stored:
+    """Write ``result``'s pickle to the open file ``f``, then the data of its arrays, each aligned to ALIGN bytes;
+    where it lies in the file ``path``."""
+    buffers: list[pickle.PickleBuffer] = []
+    start = f.tell()
+    f.write(pickle.dumps(result, protocol=5, buffer_callback=buffers.append))
+    end, spans = f.tell(), []
+    for buffer in buffers:
+        data = buffer.raw()
+        f.write(bytes(-f.tell() % ALIGN))
+        spans.append((f.tell(), data.nbytes))
+        f.write(data)
+    return Stored(path, start, end, tuple(spans))
+
+
 def stored(result: Any, path: str) -> Stored | StoredTuple:
     """Where ``result`` lies once written to the file ``path`` (atomically: a retried task replaces it whole), each
     element of a tuple on its own."""
-    blobs = [pickle.dumps(r, protocol=5) for r in (result if isinstance(result, tuple) else (result,))]
     with replaced_whole(path) as partial, open(partial, "wb") as f:
-        for blob in blobs:
-            f.write(blob)
-    ends = [0, *itertools.accumulate(len(blob) for blob in blobs)]
-    pieces = tuple(Stored(path, a, b) for a, b in zip(ends[:-1], ends[1:]))
+        pieces = tuple(_written_piece(f, r, path) for r in (result if isinstance(result, tuple) else (result,)))
     return StoredTuple(pieces) if isinstance(result, tuple) else pieces[0]
 
 

@@ -100,8 +100,7 @@ def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_
     per partition, read back by the tasks)."""
     files = tmp_path / "sorts" if written else None
     sc = sorted_column(keyed_frame(_uneven(tied, parts), "a", "rid"), files)
-    assert not written or sorted(f.name for f in files.iterdir()) == sorted(
-        name for j in range(parts) for name in (str(j), str(j) + global_order.KEYS_FILE))
+    assert not written or len(list(files.iterdir())) == parts
     got = pd.concat(dask.compute(*sc.parts), ignore_index=True)
     order = np.lexsort((tied["rid"].to_numpy(), tied["a"].to_numpy()))
     assert np.array_equal(got[KEY].to_numpy(), tied["a"].to_numpy()[order])

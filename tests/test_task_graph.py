@@ -50,6 +50,31 @@ def test_a_graph_with_files_keeps_results_there_and_computes_the_same(tmp_path):
     assert isinstance(piece, Stored) and np.array_equal(piece.load(), np.arange(5) * 2.0)
 
 
+def test_stored_results_map_their_arrays_aligned_and_copy_on_write(tmp_path):
+    """A stored result loads equal to what was written: frames with text, arrays in C and Fortran order, strided
+    and empty ones, plain objects; each array's data is mapped from the file at an aligned offset (not read into a
+    copy), writable, and a write to it leaves the file as it was."""
+    from sdc_tasks.task_graph import ALIGN, stored
+
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=1000), "i": np.arange(1000),
+                          "t": pd.array(list("abcd") * 250, "string[pyarrow]"), "o": np.array(["r"] * 1000, object)})
+    fortran = np.asfortranarray(rng.normal(size=(7, 5)))
+    result = (frame, fortran, np.arange(30.0)[::3], np.zeros(0), {"k": [1, 2]}, np.arange(3, dtype=np.int8))
+    where = stored(result, str(tmp_path / "r"))
+    assert isinstance(where, StoredTuple) and len(where.pieces) == len(result)
+    loaded = [p.load() for p in where.pieces]
+    pd.testing.assert_frame_equal(loaded[0], frame)
+    for got, expected in zip(loaded[1:4], result[1:4]):
+        assert np.array_equal(got, expected) and got.dtype == expected.dtype
+    assert loaded[1].flags.f_contiguous and loaded[4] == {"k": [1, 2]}
+    assert all(offset % ALIGN == 0 for p in where.pieces for offset, _ in p.buffers)
+    x = loaded[0]["x"].to_numpy()
+    assert not x.flags.owndata and x.flags.writeable
+    x[:] = 0.0
+    assert np.array_equal(where.pieces[0].load()["x"].to_numpy(), frame["x"].to_numpy())
+
+
 @pytest.mark.parametrize("n", [1, 2, 8, 9, 70])
 def test_tree_reduction_folds_every_item_once(n):
     g = TaskGraph("reduce", n)

@@ -13,12 +13,11 @@ is then sorted locally. With as many samples per partition as there are partitio
 
 The sorted partitions are persisted (each as its own small delayed object, so that the many tasks reading a few
 of them do not each carry the whole collection's graph), or, through files, written to files that the tasks
-reading a partition load (:func:`sdc_tasks.task_graph.stored`), each with its KEY column beside it as a NumPy file
-that the tasks reading values at a few positions or counting below thresholds map into memory instead of loading
-the partition (reading the few pages they touch); their lengths, first and last values are fetched, so that a
-record's global position is its partition's offset plus its local position: the driver then knows which partition
-holds any global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only the partitions they
-need.
+reading a partition map into memory (:func:`sdc_tasks.task_graph.stored`: a task that reads values at a few
+positions or counts below thresholds reads the few pages it touches); their lengths, first and last values are
+fetched, so that a record's global position is its partition's offset plus its local position: the driver then
+knows which partition holds any global position, and the order statistics (:mod:`sdc_tasks.stats.order`) read only
+the partitions they need.
 """
 
 from __future__ import annotations
@@ -32,7 +31,6 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks.exchange_files import read_batches, write_batches
-from sdc_tasks.outputs import replaced_whole
 from sdc_tasks.scheduling import shuffle_method
 from sdc_tasks.stats.order import value_order
 from sdc_tasks.task_graph import Stored, stored
@@ -42,9 +40,6 @@ KEY, ID, BUCKET = "key", "id", "bucket"
 partition of a record (added here); any other column travels with its record."""
 
 MIN_SAMPLES, MAX_SAMPLES = 32, 2048
-
-KEYS_FILE = ".keys.npy"
-"""Suffix of the NumPy file of a written sorted partition's KEY column, beside the partition's file."""
 
 
 def keyed_frame(frame: dd.DataFrame, value: str, id_col: str, carry: dict[str, str] | None = None) -> dd.DataFrame:
@@ -139,11 +134,6 @@ def _keys(part: pd.DataFrame) -> np.ndarray:
     return part[KEY].to_numpy()
 
 
-def _mapped_keys(path: str) -> np.ndarray:
-    """The KEY column of a written sorted partition, mapped into memory from its NumPy file (pages read as touched)."""
-    return np.load(path, mmap_mode="r").view(np.ndarray)
-
-
 @dataclass(frozen=True)
 class SortedColumn:
     """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty;
@@ -227,11 +217,8 @@ def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, cou
 def _stored_sorted(sent_files: list[Path], j: int, sent: int, path: str, next_key: str | None,
                    size: int) -> tuple[Stored, tuple]:
     """Output partition ``j`` read from every input partition's file (``sent``: the records written, every file
-    done), sorted by (KEY, ID) and written to the file ``path``, its KEY column to ``path`` + KEYS_FILE: where it
-    lies and its :func:`_described`."""
+    done), sorted by (KEY, ID) and written to the file ``path``: where it lies and its :func:`_described`."""
     part = _locally_sorted(read_batches(sent_files, j))
-    with replaced_whole(path + KEYS_FILE) as partial, open(partial, "wb") as f:
-        np.save(f, part[KEY].to_numpy())
     return stored(part, path), _described(part, next_key, size)
 
 
@@ -279,17 +266,15 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None, samples: list 
         shuffled = bucketed.set_index(BUCKET, divisions=list(range(count + 1)), sorted=False,
                                       shuffle_method=shuffle_method())
         parts = list(dask.persist(*shuffled.map_partitions(_locally_sorted, meta=frame._meta).to_delayed()))
-        keys = [dask.delayed(_keys)(p) for p in parts]
         described = dask.compute(*[dask.delayed(_described)(p, next_key, size) for p in parts])
     else:
         written = _written_sorted(pieces, split_keys, split_ids, files, next_key, size)
         parts = [dask.delayed(Stored.load, pure=True)(where) for where, _ in written]
-        keys = [dask.delayed(_mapped_keys, pure=True)(where.path + KEYS_FILE) for where, _ in written]
         described = [d for _, d in written]
     kept = [k for k, (e, _) in enumerate(described) if e[0]]
     ends = [described[k][0] for k in kept]
     lengths = np.array([e[0] for e in ends], dtype=np.int64)
-    return SortedColumn([parts[k] for k in kept], [keys[k] for k in kept],
+    return SortedColumn([parts[k] for k in kept], [dask.delayed(_keys)(parts[k]) for k in kept],
                         np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                         np.array([e[1] for e in ends]), np.array([e[2] for e in ends]),
                         np.array([e[3] for e in ends], dtype=np.int64),
