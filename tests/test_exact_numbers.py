@@ -18,7 +18,7 @@ from sdc_tasks.evaluation.measures import evaluate, evaluate_paths
 from sdc_tasks.files import write_json
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.report import metrics_table_rows
-from sdc_tasks.stats.exact_sum import exact_sums
+from sdc_tasks.stats.exact_sum import exact_sums, product_sums
 from sdc_tasks.stats.moments import frame_moments, frame_spread
 
 FAMILIES = ("il", "pil", "dld", "pld", "id")
@@ -75,6 +75,21 @@ def test_exact_sum_of_any_split_is_the_exact_sum(values, cuts):
     except OverflowError:  # beyond the float range: rounds to +-inf
         expected = math.inf if total > 0 else -math.inf
     assert got.values()[0] == expected
+
+
+@pytest.mark.parametrize("records", [1, 255, 256, 257, 1000])
+def test_product_sums_are_the_exact_sums_of_the_rounded_products(records):
+    """Each row (r, i, s, k) of a spec sums powers[r, t, i] * powers[s, t, k] over the records t (the factor alone
+    where s = -1), each product rounded once as numpy rounds it and the sum exact: signs, magnitudes from
+    subnormal to near overflow, records in one block, across block boundaries and in many blocks."""
+    rng = np.random.default_rng(records)
+    powers = rng.normal(size=(2, records, 3)) * 10.0 ** rng.integers(-160, 150, (2, records, 3))
+    powers[0, ::7, 1] = 5e-324
+    spec = np.array([[0, 0, -1, 0], [0, 1, 1, 2], [1, 0, 1, 0], [0, 2, 0, 1], [1, 2, -1, 0]])
+    got = product_sums(powers, spec)
+    for (r, i, s, k), total in zip(spec, got.fractions()):
+        terms = powers[r, :, i] * (powers[s, :, k] if s >= 0 else 1.0)
+        assert total == exact(terms.tolist())
 
 
 def test_exact_sum_flags_what_is_not_finite():

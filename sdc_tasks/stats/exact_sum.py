@@ -39,37 +39,66 @@ BATCH = 1 << 30
 """Terms added between two normalizations: each adds below 2^32 to a chunk, so no int64 chunk can overflow."""
 
 
+BLOCK = 256
+"""Records whose products are added one sum after another: each block's factors are gathered once, contiguous, and
+each sum's terms go to LANES partial chunk rows in turn, so that consecutive terms of one magnitude do not wait on
+each other's additions."""
+LANES = 4
+
+
 @numba.njit(cache=True, nogil=True)
 def _add_products(chunks: np.ndarray, special: np.ndarray, powers: np.ndarray, spec: np.ndarray) -> None:
     """Add, for every record t and every row (r, i, s, k) of ``spec``, the product powers[r, t, i] *
     powers[s, t, k] (rounded once; s = -1: the factor powers[r, t, i] alone) to sum number row, exactly: the
     product's signed significand m times 2^shift, in two's complement, is split into 32 + 32 bits and a signed
-    rest on three consecutive chunks (non-finite products are counted in ``special``)."""
-    row = np.empty(spec.shape[0])
+    rest on three consecutive chunks (non-finite products are counted in ``special``). Records go in blocks of
+    BLOCK, each sum's terms of a block into LANES partial rows, whose chunks touched are added to the sum's after
+    the block."""
+    orders, records, columns = powers.shape
+    factors = np.empty((orders, columns, BLOCK))
+    row = np.empty(BLOCK)
     bits = row.view(np.int64)
-    for t in range(powers.shape[1]):
+    lanes = np.zeros((LANES, CHUNKS), dtype=np.int64)
+    for t0 in range(0, records, BLOCK):
+        m = min(BLOCK, records - t0)
+        for r in range(orders):
+            for u in range(m):
+                for i in range(columns):
+                    factors[r, i, u] = powers[r, t0 + u, i]
         for a in range(spec.shape[0]):
-            row[a] = powers[spec[a, 0], t, spec[a, 1]]
+            first = factors[spec[a, 0], spec[a, 1]]
             if spec[a, 2] >= 0:
-                row[a] *= powers[spec[a, 2], t, spec[a, 3]]
-        for a in range(spec.shape[0]):
-            b = bits[a]
-            exp = (b >> 52) & 0x7FF
-            mant = b & 0xFFFFFFFFFFFFF
-            if exp == 0x7FF:
-                special[a] += 1.0
-                continue
-            shift = np.int64(0)
-            if exp > 0:
-                mant |= np.int64(1) << 52
-                shift = exp - 1
-            if b < 0:
-                mant = -mant
-            c = shift >> 5
-            s = shift & 31
-            chunks[a, c] += (mant << s) & 0xFFFFFFFF
-            chunks[a, c + 1] += (mant >> (32 - s)) & 0xFFFFFFFF
-            chunks[a, c + 2] += (mant >> 32) >> (32 - s)
+                second = factors[spec[a, 2], spec[a, 3]]
+                for u in range(m):
+                    row[u] = first[u] * second[u]
+            else:
+                for u in range(m):
+                    row[u] = first[u]
+            low, high = CHUNKS, 0
+            for u in range(m):
+                b = bits[u]
+                exp = (b >> 52) & 0x7FF
+                mant = b & 0xFFFFFFFFFFFFF
+                if exp == 0x7FF:
+                    special[a] += 1.0
+                    continue
+                shift = np.int64(0)
+                if exp > 0:
+                    mant |= np.int64(1) << 52
+                    shift = exp - 1
+                sign = b >> 63  # 0, or -1 for a negative product: negated without a branch
+                mant = (mant ^ sign) - sign
+                c = shift >> 5
+                s = shift & 31
+                low, high = min(low, c), max(high, c + 2)
+                j = u & (LANES - 1)
+                lanes[j, c] += (mant << s) & 0xFFFFFFFF
+                lanes[j, c + 1] += (mant >> (32 - s)) & 0xFFFFFFFF
+                lanes[j, c + 2] += (mant >> 32) >> (32 - s)
+            for j in range(LANES):
+                for c in range(low, high + 1):
+                    chunks[a, c] += lanes[j, c]
+                    lanes[j, c] = 0
 
 
 @dataclass(frozen=True)
