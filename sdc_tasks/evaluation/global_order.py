@@ -119,14 +119,14 @@ def _described(part: pd.DataFrame, next_key: str | None,
     return _ends(part), None if next_key is None else _regular_sample(part, size, next_key)
 
 
-def _take(keys: np.ndarray, local: np.ndarray) -> np.ndarray:
-    """The KEYs of one partition at local positions."""
-    return keys[local]
+def _take(part: pd.DataFrame, local: np.ndarray) -> np.ndarray:
+    """KEY at local positions of one partition."""
+    return part[KEY].to_numpy()[local]
 
 
-def _count_below(keys: np.ndarray, thresholds: np.ndarray, side: str) -> np.ndarray:
-    """How many of one sorted partition's KEYs lie below each threshold (< or <= as ``side``)."""
-    return np.searchsorted(keys, thresholds, side=side)
+def _count_below(part: pd.DataFrame, thresholds: np.ndarray, side: str) -> np.ndarray:
+    """How many KEYs of one sorted partition lie below each threshold (< or <= as ``side``)."""
+    return np.searchsorted(part[KEY].to_numpy(), thresholds, side=side)
 
 
 def _keys(part: pd.DataFrame) -> np.ndarray:
@@ -136,15 +136,13 @@ def _keys(part: pd.DataFrame) -> np.ndarray:
 
 @dataclass(frozen=True)
 class SortedColumn:
-    """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty;
-    ``keys``: their KEY arrays, delayed, shared by the tasks that read KEY only): partition k holds global positions
-    ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first and last KEY, ``head``: how many of its
-    records hold its first KEY; ``next_samples``: per partition, the regular sample by another column that a sort of
-    these partitions by it reads (None unless asked for). Reads as a sorted column of
-    :mod:`sdc_tasks.stats.order`."""
+    """A column sorted by (KEY, ID) across ``parts`` (persisted delayed partitions in global order, none empty):
+    partition k holds global positions ``offsets[k]`` .. ``offsets[k + 1] - 1``; ``first``/``last``: its first
+    and last KEY, ``head``: how many of its records hold its first KEY; ``next_samples``: per partition, the
+    regular sample by another column that a sort of these partitions by it reads (None unless asked for). Reads
+    as a sorted column of :mod:`sdc_tasks.stats.order`."""
 
     parts: list
-    keys: list
     offsets: np.ndarray
     first: np.ndarray
     last: np.ndarray
@@ -165,7 +163,7 @@ class SortedColumn:
         positions = np.asarray(positions, dtype=np.int64).reshape(-1)
         part = self.part_of(positions)
         touched = np.unique(part)
-        got = dask.compute(*[dask.delayed(_take)(self.keys[k], positions[part == k] - self.offsets[k])
+        got = dask.compute(*[dask.delayed(_take)(self.parts[k], positions[part == k] - self.offsets[k])
                              for k in touched])
         out = np.empty(positions.size)
         for k, values in zip(touched, got):
@@ -182,7 +180,7 @@ class SortedColumn:
         none = first >= thresholds if side == "left" else first > thresholds
         out = np.diff(self.offsets) @ whole.astype(np.int64)
         read = np.flatnonzero(~(whole | none).all(axis=1))
-        counts = dask.compute(*[dask.delayed(_count_below)(self.keys[k], thresholds, side) for k in read])
+        counts = dask.compute(*[dask.delayed(_count_below)(self.parts[k], thresholds, side) for k in read])
         for k, got in zip(read, counts):
             out += np.where(whole[k], 0, got)
         return out
@@ -205,6 +203,10 @@ class SortedColumn:
     def parts_over(self, low: int, high: int) -> list[int]:
         """The partitions holding any of the global positions ``low`` .. ``high``, in order."""
         return list(range(int(self.part_of(low)), int(self.part_of(high)) + 1))
+
+    def key_parts(self) -> list:
+        """Delayed KEY arrays of the partitions (one task each, shared by the tasks that read them)."""
+        return [dask.delayed(_keys)(p) for p in self.parts]
 
 
 def _sent(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray, count: int, path: Path) -> int:
@@ -274,8 +276,7 @@ def sorted_column(frame: dd.DataFrame, files: Path | None = None, samples: list 
     kept = [k for k, (e, _) in enumerate(described) if e[0]]
     ends = [described[k][0] for k in kept]
     lengths = np.array([e[0] for e in ends], dtype=np.int64)
-    return SortedColumn([parts[k] for k in kept], [dask.delayed(_keys)(parts[k]) for k in kept],
-                        np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
+    return SortedColumn([parts[k] for k in kept], np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64),
                         np.array([e[1] for e in ends]), np.array([e[2] for e in ends]),
                         np.array([e[3] for e in ends], dtype=np.int64),
                         None if next_key is None else [described[k][1] for k in kept])

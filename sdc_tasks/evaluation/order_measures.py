@@ -136,7 +136,7 @@ def interval_hit_graph(b: SortedColumn, percents: tuple[int, ...] = ID_PERCENTS)
     per partition, its widths in as few tasks as keep each within WINDOW_PIECES partitions read (the partitions
     its window ends fall in, passed one by one: Dask finalizes a list of delayed arguments as a collection, which
     costs more than the task), so a task's memory does not grow with the file however wide the windows are."""
-    n, keys, last = b.n, b.keys, b.last_occurrences()
+    n, keys, last = b.n, b.key_parts(), b.last_occurrences()
     counts = []
     for k, part in enumerate(b.parts):
         start, end = int(b.offsets[k]), int(b.offsets[k + 1])
