@@ -30,10 +30,12 @@ class KdTree:
     """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= leaf_size points):
     node t holds points ``perm[start[t]:stop[t]]``, whose bounding box is ``lo[t]``..``hi[t]``; internal nodes
     split on ``dim[t]`` at ``split[t]`` (left child coordinates <= split <= right child coordinates); leaves
-    have dim -1."""
+    have dim -1. ``ordered`` holds the points in the tree's order (``points[perm]``), so a leaf's points are
+    read contiguously."""
 
     points: np.ndarray
     perm: np.ndarray
+    ordered: np.ndarray
     start: np.ndarray
     stop: np.ndarray
     dim: np.ndarray
@@ -50,21 +52,24 @@ class KdTree:
 
 
 @numba.njit(cache=True, nogil=True)
-def _select(perm, lo, hi, kth, points, axis):
-    """Reorder ``perm[lo:hi]`` in place so that position ``kth`` holds the record of that rank on ``axis``, with
-    no larger value before it and no smaller one after (Hoare's selection, median-of-three pivots)."""
+def _select(perm, ordered, lo, hi, kth, axis):
+    """Reorder rows ``lo:hi`` of ``ordered`` (and of ``perm`` alike) in place so that row ``kth`` holds the record of
+    that rank on ``axis``, with no larger value before it and no smaller one after (Hoare's selection,
+    median-of-three pivots)."""
     hi -= 1
     while hi > lo:
-        a, b, c = points[perm[lo], axis], points[perm[(lo + hi) // 2], axis], points[perm[hi], axis]
+        a, b, c = ordered[lo, axis], ordered[(lo + hi) // 2, axis], ordered[hi, axis]
         pivot = max(min(a, b), min(max(a, b), c))
         i, j = lo, hi
         while i <= j:
-            while points[perm[i], axis] < pivot:
+            while ordered[i, axis] < pivot:
                 i += 1
-            while points[perm[j], axis] > pivot:
+            while ordered[j, axis] > pivot:
                 j -= 1
             if i <= j:
                 perm[i], perm[j] = perm[j], perm[i]
+                for col in range(ordered.shape[1]):
+                    ordered[i, col], ordered[j, col] = ordered[j, col], ordered[i, col]
                 i += 1
                 j -= 1
         if kth <= j:
@@ -78,10 +83,12 @@ def _select(perm, lo, hi, kth, points, axis):
 @numba.njit(cache=True, nogil=True)
 def build_nodes(points, leaf_size):
     """The node arrays of the k-d tree of ``points`` (median splits by selection, O(n log n) in all; the same tree
-    for the same points)."""
+    for the same points), after ``perm`` and ``ordered`` (the points in the tree's order, ``points[perm]``: the
+    selection moves the points themselves, so every pass reads them in order)."""
     n, d = points.shape
     max_nodes = 2 * (n // max((leaf_size + 1) // 2, 1)) + 3
     perm = np.arange(n)
+    ordered = points.copy()
     start = np.zeros(max_nodes, dtype=np.int64)
     stop = np.zeros(max_nodes, dtype=np.int64)
     dim = np.full(max_nodes, -1, dtype=np.int64)
@@ -98,7 +105,7 @@ def build_nodes(points, leaf_size):
         lo, hi = start[node], stop[node]
         for a in range(lo, hi):
             for j in range(d):
-                v = points[perm[a], j]
+                v = ordered[a, j]
                 box_lo[node, j] = min(box_lo[node, j], v)
                 box_hi[node, j] = max(box_hi[node, j], v)
         if hi - lo <= leaf_size:
@@ -110,14 +117,14 @@ def build_nodes(points, leaf_size):
         if widest <= 0:
             continue
         mid = lo + (hi - lo) // 2
-        _select(perm, lo, hi, mid, points, axis)
-        dim[node], split[node] = axis, points[perm[mid], axis]
+        _select(perm, ordered, lo, hi, mid, axis)
+        dim[node], split[node] = axis, ordered[mid, axis]
         for a, b in ((lo, mid), (mid, hi)):
             start[count], stop[count] = a, b
             todo.append(count)
             count += 1
         left[node], right[node] = count - 2, count - 1
-    return (perm, start[:count], stop[:count], dim[:count], split[:count], left[:count], right[:count],
+    return (perm, ordered, start[:count], stop[:count], dim[:count], split[:count], left[:count], right[:count],
             box_lo[:count], box_hi[:count])
 
 
@@ -129,7 +136,8 @@ def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
 
 def tree_arrays(tree: KdTree) -> tuple:
     """The tree's arrays in the order the compiled searches take them."""
-    return tree.points, tree.perm, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right, tree.lo, tree.hi
+    return (tree.points, tree.perm, tree.ordered, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right,
+            tree.lo, tree.hi)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -155,6 +163,31 @@ def box_bound(q, lo, hi, node):
 
 
 @numba.njit(cache=True, nogil=True)
+def squared_distance_over(a, points, i, bound):
+    """squared_distance(a, points, i), or a partial sum already above ``bound`` (the sum of non-negative terms
+    only grows, so it is above ``bound`` exactly when the whole sum is)."""
+    s = 0.0
+    for j in range(a.shape[0]):
+        diff = a[j] - points[i, j]
+        s += diff * diff
+        if s > bound:
+            return s
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def box_bound_over(q, lo, hi, node, bound):
+    """box_bound(q, lo, hi, node), or a partial sum already above ``bound`` (as squared_distance_over)."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        gap = max(lo[node, j] - q[j], q[j] - hi[node, j], 0.0)
+        s += gap * gap
+        if s > bound:
+            return s
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
 def _push_children(nodes, top, node, q, split, dim, left, right):
     """Push an internal node's children on the search stack, the near one (the query's side) on top."""
     near, far = (left[node], right[node]) if q[dim[node]] < split[node] else (right[node], left[node])
@@ -163,7 +196,7 @@ def _push_children(nodes, top, node, q, split, dim, left, right):
 
 
 @numba.njit(cache=True, nogil=True)
-def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right, lo, hi):
+def nearest_index(q, warm, points, perm, ordered, start, stop, dim, split, left, right, lo, hi):
     """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
     sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
     best_i = warm
@@ -179,7 +212,7 @@ def nearest_index(q, warm, points, perm, start, stop, dim, split, left, right, l
         if axis < 0:
             for a in range(start[node], stop[node]):
                 i = perm[a]
-                dist = squared_distance(q, points, i)
+                dist = squared_distance(q, ordered, a)
                 if dist < best or (dist == best and i < best_i):
                     best, best_i = dist, i
             continue
@@ -194,7 +227,8 @@ def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
 
 
 @numba.njit(cache=True, nogil=True)
-def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop, dim, split, left, right, lo, hi):
+def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, ordered, start, stop, dim, split, left, right, lo,
+                   hi):
     """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
     relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
     m = queries.shape[0]
@@ -210,12 +244,12 @@ def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, start, stop,
         while top > 0 and c < cap:
             top -= 1
             node = nodes[top]
-            if box_bound(q, lo, hi, node) > r2:
+            if box_bound_over(q, lo, hi, node, r2) > r2:
                 continue
             axis = dim[node]
             if axis < 0:
                 for a in range(start[node], stop[node]):
-                    d2 = squared_distance(q, points, perm[a])
+                    d2 = squared_distance_over(q, ordered, a, r2)
                     if d2 > r2:
                         continue
                     dist = np.sqrt(d2)

@@ -235,7 +235,7 @@ def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, r
 def remaining_tree(points, leaf_size):
     """The arrays of a tree over all of ``points`` (every point remaining): perm, start, stop, left, right, parent,
     leaf of each point, alive flags, node counts and the (mutable) node boxes lo, hi."""
-    perm, start, stop, dim, split, left, right, lo, hi = build_nodes(points, leaf_size)
+    perm, _, start, stop, dim, split, left, right, lo, hi = build_nodes(points, leaf_size)
     count = (stop - start).astype(np.int64)
     alive = np.ones(points.shape[0], dtype=np.bool_)
     return (perm, start, stop, left, right, _parents(left, right), _leaves_of(points.shape[0], perm, start, stop, left),

@@ -146,8 +146,8 @@ def _refused(il_new, il_prev, lo, hi, target):
 
 @numba.njit(cache=True, nogil=True)
 def _climb(z, original, denom, nearest, contrib, members, factors, term_start, terms, diff, e, il_sum, target_il,
-           target_e, max_iter, step, by_id, compensate, rng, points, perm, start, stop, dim, split, left, right,
-           box_lo, box_hi):
+           target_e, max_iter, step, by_id, compensate, rng, points, perm, ordered, start, stop, dim, split, left,
+           right, box_lo, box_hi):
     """Algorithm 1 step 8 in place on ``z`` (standardized masked block), ``nearest``, ``contrib`` and ``diff``
     (average differences of the monomials, masked - original); returns (iterations, E, IL1 sum). With
     ``compensate``, a try that lowers E but leaves IL1 above the band gets a second value of M moved toward
@@ -169,8 +169,8 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
         if d_e >= 0.0:  # step 8(g)
             continue
         z[i, j] = new
-        c = nearest[i] if by_id else nearest_index(z[i], nearest[i], points, perm, start, stop, dim, split, left,
-                                               right, box_lo, box_hi)  # step 8(b)
+        c = nearest[i] if by_id else nearest_index(z[i], nearest[i], points, perm, ordered, start, stop, dim, split,
+                                                   left, right, box_lo, box_hi)  # step 8(b)
         contrib_new = _record_contribution(z, i, original, denom, c)
         il_prev = il_sum * il_scale
         il_new = (il_sum - contrib[i] + contrib_new) * il_scale  # step 8(d)
@@ -202,8 +202,8 @@ def _climb(z, original, denom, nearest, contrib, members, factors, term_start, t
             z[i, j] = old
             continue
         z[i2, j2] = new2
-        c2_new = nearest[i2] if by_id else nearest_index(z[i2], c2, points, perm, start, stop, dim, split, left,
-                                                         right, box_lo, box_hi)
+        c2_new = nearest[i2] if by_id else nearest_index(z[i2], c2, points, perm, ordered, start, stop, dim, split,
+                                                         left, right, box_lo, box_hi)
         contrib2 = _record_contribution(z, i2, original, denom, c2_new)
         if i2 == i:
             pair_sum = il_sum - contrib[i] + contrib2
