@@ -170,9 +170,9 @@ def _group_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.nda
     (docs/reproduction.md)."""
     closer = np.zeros(n_rows, dtype=np.int64)
     tied = np.zeros(n_rows, dtype=np.int64)
-    for rows, c, t in counts:
-        np.add.at(closer, rows, c)
-        np.add.at(tied, rows, t)
+    for rows, c, t in counts:  # a cell's rows are distinct (a row is routed to a cell at most once)
+        closer[rows] += c
+        tied[rows] += t
     if ties == "linked":
         return np.array([np.count_nonzero(closer == 0), np.count_nonzero(closer == 1)], dtype=np.float64)
     return np.array([linkage_credit(closer, tied, 1).sum(), linkage_credit(closer, tied, 2).sum()])
