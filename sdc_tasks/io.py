@@ -204,8 +204,9 @@ def read_with_ids(path: str | Path, fmt: str, id_col: str, create_id: bool | Non
     return add_row_ids(ddf, id_col) if create else ddf
 
 
-def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
-    """Write a Dask DataFrame as a Parquet dataset: one file per partition, deterministic names, no index.
+def write_parquet(ddf: dd.DataFrame, path: str | Path, **options) -> None:
+    """Write a Dask DataFrame as a Parquet dataset: one file per partition, deterministic names, no index;
+    ``options``: pyarrow's writer options (compression, use_dictionary, ...).
 
     ``path`` is a directory this run owns (a stage's scratch or output): the Parquet files already there, such
     as those of a failed attempt that is being retried, are removed first; the directory itself is kept (its
@@ -214,7 +215,7 @@ def write_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
     for stale in Path(path).glob("*.parquet"):
         stale.unlink()
     ddf.to_parquet(str(path), write_index=False, name_function=lambda i: f"part-{i:05d}.parquet",
-                   write_metadata_file=False)
+                   write_metadata_file=False, **options)
 
 
 def _csv_numbers(values: np.ndarray) -> pa.Array:

@@ -25,6 +25,10 @@ from sdc_tasks.scheduling import shuffle_method, workers_hold
 
 PAIR_VALUE_BYTES = 8
 """Bytes of one value of a paired record (an id or a variable's original or masked value, 64-bit numbers)."""
+SCRATCH_PARQUET = {"compression": "lz4", "use_dictionary": False}
+"""Writer options of the pairs written as Parquet, read back by the passes of one evaluation and then removed:
+LZ4 without dictionary pages (1e6 pairs of 13 variables: written in 1.0 s against 2.2 s with the default Snappy
+and dictionaries, read as fast, 15 % larger)."""
 
 
 def with_pairing_ids(original: dd.DataFrame, masked: dd.DataFrame | None, id_col: str):
@@ -69,7 +73,7 @@ def _written(part: pd.DataFrame | None, path: Path) -> bool:
     """Write a zipped partition to the Parquet file ``path``; False, writing nothing, when its ids did not match."""
     if part is None:
         return False
-    part.to_parquet(path, index=False)
+    part.to_parquet(path, index=False, **SCRATCH_PARQUET)
     return True
 
 
@@ -95,7 +99,7 @@ def held(frame: dd.DataFrame, scratch: Path | None) -> dd.DataFrame:
     written there as Parquet and read back by each pass (only the columns a pass selects)."""
     if scratch is None:
         return frame.persist()
-    write_parquet(frame, scratch)
+    write_parquet(frame, scratch, **SCRATCH_PARQUET)
     return _read_pairs(scratch)
 
 
