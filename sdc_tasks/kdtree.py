@@ -30,10 +30,9 @@ class KdTree:
     """A k-d tree of points (median splits on the dimension of largest spread, leaves of <= leaf_size points):
     node t holds points ``perm[start[t]:stop[t]]``, whose bounding box is ``lo[t]``..``hi[t]``; internal nodes
     split on ``dim[t]`` at ``split[t]`` (left child coordinates <= split <= right child coordinates); leaves
-    have dim -1. ``ordered`` holds the points in the tree's order (``points[perm]``), so a leaf's points are
-    read contiguously."""
+    have dim -1. The tree holds the points in its own order, ``ordered`` (point ``perm[a]`` at row ``a``), so a
+    leaf's points are read contiguously; ``points`` gives them back in their given order."""
 
-    points: np.ndarray
     perm: np.ndarray
     ordered: np.ndarray
     start: np.ndarray
@@ -48,7 +47,14 @@ class KdTree:
     @property
     def n(self) -> int:
         """Number of points."""
-        return len(self.points)
+        return len(self.perm)
+
+    @property
+    def points(self) -> np.ndarray:
+        """The points in the order they were given (a new array)."""
+        out = np.empty_like(self.ordered)
+        out[self.perm] = self.ordered
+        return out
 
 
 @numba.njit(cache=True, nogil=True)
@@ -131,13 +137,12 @@ def build_nodes(points, leaf_size):
 def kd_tree(points: np.ndarray, leaf_size: int = LEAF_SIZE) -> KdTree:
     """The k-d tree of ``points`` (n, d); deterministic for given points."""
     points = np.ascontiguousarray(points, dtype=np.float64).reshape(len(points), -1)
-    return KdTree(points, *build_nodes(points, leaf_size))
+    return KdTree(*build_nodes(points, leaf_size))
 
 
 def tree_arrays(tree: KdTree) -> tuple:
     """The tree's arrays in the order the compiled searches take them."""
-    return (tree.points, tree.perm, tree.ordered, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right,
-            tree.lo, tree.hi)
+    return tree.perm, tree.ordered, tree.start, tree.stop, tree.dim, tree.split, tree.left, tree.right, tree.lo, tree.hi
 
 
 @numba.njit(cache=True, nogil=True)
@@ -198,7 +203,8 @@ def _push_children(nodes, top, node, q, split, dim, left, right):
 @numba.njit(cache=True, nogil=True)
 def nearest_index(q, warm, points, perm, ordered, start, stop, dim, split, left, right, lo, hi):
     """Index of the point nearest to ``q`` (d-dimensional Euclidean distance, post_masking_optimization.txt
-    sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius."""
+    sec. 2), the lowest index among equally near points; ``warm`` (an index, or -1) seeds the search radius with
+    its distance, read from ``points`` (the tree's points in their given order; not read without ``warm``)."""
     best_i = warm
     best = squared_distance(q, points, warm) if warm >= 0 else np.inf
     nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
@@ -223,12 +229,12 @@ def nearest_index(q, warm, points, perm, ordered, start, stop, dim, split, left,
 def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
     """Index of the tree point nearest to each query row (ties: lowest index)."""
     queries = np.ascontiguousarray(queries, dtype=np.float64)
-    return np.array([nearest_index(q, -1, *tree_arrays(tree)) for q in queries], dtype=np.int64)
+    arrays = tree_arrays(tree)
+    return np.array([nearest_index(q, -1, tree.ordered, *arrays) for q in queries], dtype=np.int64)
 
 
 @numba.njit(cache=True, nogil=True)
-def _capped_counts(queries, d_own, radius, rtol, cap, points, perm, ordered, start, stop, dim, split, left, right, lo,
-                   hi):
+def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop, dim, split, left, right, lo, hi):
     """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
     relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
     m = queries.shape[0]

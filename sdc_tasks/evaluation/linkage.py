@@ -303,10 +303,11 @@ def _candidates(cell: Cell, pieces: list[tuple[np.ndarray, np.ndarray]], thresho
         empty = np.zeros(0, dtype=np.int64)
         return Candidates(ids, cell.ids, empty, empty, empty)
     kk = min(per_record, cell.tree.n)
-    _, idx = cKDTree(cell.points).query(q, k=kk)
+    points = cell.points
+    _, idx = cKDTree(points).query(q, k=kk)
     cols = np.asarray(idx, dtype=np.int64).reshape(len(q), kk).ravel()
     rows = np.repeat(np.arange(len(q)), kk)
-    levels = pld.agreement_levels(np.abs(q[rows] - cell.points[cols]), thresholds)
+    levels = pld.agreement_levels(np.abs(q[rows] - points[cols]), thresholds)
     return Candidates(ids, cell.ids, rows, cols, pld.pattern_codes(levels, len(thresholds) + 1))
 
 

@@ -286,7 +286,7 @@ def post_mask(original: np.ndarray, masked: np.ndarray, p: float, q: float, targ
     e_initial = float(np.sum(diff ** 2))  # step 7
     iterations, e_final, il_sum = _climb(z, zo, denom, nearest, contrib, members, factors, term_start, terms, diff,
                                          e_initial, il1_initial * d * n / 100.0, target_il, float(target_e),
-                                         int(max_iter), float(perturbation_sd), by_id, compensate, rng,
+                                         int(max_iter), float(perturbation_sd), by_id, compensate, rng, zo,
                                          *tree_arrays(tree))
     values = xm.copy()
     values[members] = z[members] * scale + center  # step 9

@@ -145,13 +145,18 @@ def sample_mask(ids: np.ndarray, fraction: float) -> np.ndarray:
 
 @dataclass(frozen=True)
 class Cell:
-    """The original records of one leaf, sorted by id: ids, standardized key values, bounding box, k-d tree."""
+    """The original records of one leaf, sorted by id: ids, bounding box and the k-d tree of their standardized key
+    values (which holds the values, in its own order)."""
 
     ids: np.ndarray
-    points: np.ndarray
     lo: np.ndarray
     hi: np.ndarray
     tree: KdTree | None
+
+    @property
+    def points(self) -> np.ndarray:
+        """The standardized key values in id order (a new array)."""
+        return self.tree.points if self.tree is not None else np.zeros((0, len(self.lo)))
 
     def min_distance(self, q: np.ndarray) -> np.ndarray:
         """Euclidean distance from each query point to the bounding box (0 inside; inf for an empty cell)."""
@@ -166,5 +171,5 @@ def make_cell(ids: np.ndarray, points: np.ndarray) -> Cell:
     order = np.argsort(ids, kind="stable")
     ids, points = ids[order], np.ascontiguousarray(points[order])
     if len(ids) == 0:
-        return Cell(ids, points, np.zeros(points.shape[1]), np.zeros(points.shape[1]), None)
-    return Cell(ids, points, points.min(axis=0), points.max(axis=0), kd_tree(points))
+        return Cell(ids, np.zeros(points.shape[1]), np.zeros(points.shape[1]), None)
+    return Cell(ids, points.min(axis=0), points.max(axis=0), kd_tree(points))
