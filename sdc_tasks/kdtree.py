@@ -146,50 +146,44 @@ def tree_arrays(tree: KdTree) -> tuple:
 
 
 @numba.njit(cache=True, nogil=True)
-def squared_distance(a, points, i):
+def squared_distance_over(a, points, i, bound):
     """Squared Euclidean distance between the vector ``a`` and ``points[i]``, summed over the coordinates left to
-    right (the order sdc_tasks.metrics.risk.exact_distances uses, so both give the same bits)."""
+    right (the order sdc_tasks.metrics.risk.exact_distances uses, so both give the same bits), or a partial sum
+    already above ``bound`` (a sum of non-negative terms only grows, so it is above ``bound`` exactly when the
+    whole sum is)."""
     s = 0.0
     for j in range(a.shape[0]):
         diff = a[j] - points[i, j]
         s += diff * diff
+        if s > bound:
+            return s
+    return s
+
+
+@numba.njit(cache=True, nogil=True)
+def squared_distance(a, points, i):
+    """Squared Euclidean distance between the vector ``a`` and ``points[i]`` (squared_distance_over, no bound)."""
+    return squared_distance_over(a, points, i, np.inf)
+
+
+@numba.njit(cache=True, nogil=True)
+def box_bound_over(q, lo, hi, node, bound):
+    """Squared distance from ``q`` to the bounding box of ``node``, summed left to right as squared_distance sums,
+    so it never exceeds the computed squared distance of any point of the node (each term rounds no larger), or a
+    partial sum already above ``bound`` (as squared_distance_over)."""
+    s = 0.0
+    for j in range(q.shape[0]):
+        gap = max(lo[node, j] - q[j], q[j] - hi[node, j], 0.0)
+        s += gap * gap
+        if s > bound:
+            return s
     return s
 
 
 @numba.njit(cache=True, nogil=True)
 def box_bound(q, lo, hi, node):
-    """Squared distance from ``q`` to the bounding box of ``node``, summed left to right as squared_distance sums,
-    so it never exceeds the computed squared distance of any point of the node (each term rounds no larger)."""
-    s = 0.0
-    for j in range(q.shape[0]):
-        gap = max(lo[node, j] - q[j], q[j] - hi[node, j], 0.0)
-        s += gap * gap
-    return s
-
-
-@numba.njit(cache=True, nogil=True)
-def squared_distance_over(a, points, i, bound):
-    """squared_distance(a, points, i), or a partial sum already above ``bound`` (the sum of non-negative terms
-    only grows, so it is above ``bound`` exactly when the whole sum is)."""
-    s = 0.0
-    for j in range(a.shape[0]):
-        diff = a[j] - points[i, j]
-        s += diff * diff
-        if s > bound:
-            return s
-    return s
-
-
-@numba.njit(cache=True, nogil=True)
-def box_bound_over(q, lo, hi, node, bound):
-    """box_bound(q, lo, hi, node), or a partial sum already above ``bound`` (as squared_distance_over)."""
-    s = 0.0
-    for j in range(q.shape[0]):
-        gap = max(lo[node, j] - q[j], q[j] - hi[node, j], 0.0)
-        s += gap * gap
-        if s > bound:
-            return s
-    return s
+    """Squared distance from ``q`` to the bounding box of ``node`` (box_bound_over, no bound)."""
+    return box_bound_over(q, lo, hi, node, np.inf)
 
 
 @numba.njit(cache=True, nogil=True)
