@@ -26,7 +26,13 @@ def temporary_server(meanwhile: Callable[[], None] = lambda: None) -> Iterator[N
     first use), its process noted in the private scratch directory: stopped on leaving the block, and ended by
     the next run of the tool if this process is killed first. With a server configured, nothing is started.
     ``meanwhile``: work done while the server starts (the run's imports), before the block."""
-    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_ENABLED, PREFECT_UI_URL, temporary_settings
+    from prefect.settings import (
+        PREFECT_API_URL,
+        PREFECT_FLOWS_HEARTBEAT_FREQUENCY,
+        PREFECT_SERVER_EPHEMERAL_ENABLED,
+        PREFECT_UI_URL,
+        temporary_settings,
+    )
 
     if PREFECT_API_URL.value() or not PREFECT_SERVER_EPHEMERAL_ENABLED.value():
         check_api(PREFECT_API_URL.value())
@@ -41,8 +47,11 @@ def temporary_server(meanwhile: Callable[[], None] = lambda: None) -> Iterator[N
         raise
     process, url = _server_answering(process, url)
     try:
-        # no UI is served: an empty UI URL keeps Prefect from printing links to it
-        with noted_process(process.pid, SERVER_COMMAND), temporary_settings({PREFECT_API_URL: url, PREFECT_UI_URL: ""}):
+        # no UI is served: an empty UI URL keeps Prefect from printing links to it; no heartbeats: they let a
+        # server that outlives a crashed run mark it crashed, and this one ends with the run (Prefect's flow engine
+        # waits up to 1 s for its heartbeat thread as each flow run ends)
+        settings = {PREFECT_API_URL: url, PREFECT_UI_URL: "", PREFECT_FLOWS_HEARTBEAT_FREQUENCY: None}
+        with noted_process(process.pid, SERVER_COMMAND), temporary_settings(settings):
             try:
                 yield
             finally:

@@ -136,23 +136,26 @@ _NUMBA_SETUP: list[threading.Thread] = []
 """The thread that set up numba's compiler contexts in this process (:func:`start_numba_setup`), once started."""
 
 
-def _numba_setup() -> None:
-    """Load numba's typing and target registries, under its compiler lock, as a process's first compiled call
-    (even one read from the cache) would."""
-    from numba.core.compiler_lock import global_compiler_lock
-    from numba.core.registry import cpu_target
-
-    with global_compiler_lock:
-        cpu_target.target_context.refresh()
+def _numba_setup(compiler_lock, target) -> None:
+    """Load numba's typing and target registries (``target``'s context), under its ``compiler_lock``, as a
+    process's first compiled call (even one read from the cache) would."""
+    with compiler_lock:
+        target.target_context.refresh()
 
 
 def start_numba_setup() -> None:
-    """Start numba's one-time set-up (:func:`_numba_setup`: 0.4-0.6 s here) on a thread, once per process, so that
+    """Start numba's one-time set-up (:func:`_numba_setup`: 0.2-0.6 s here) on a thread, once per process, so that
     it runs while the input is read (parsing releases the GIL) and not after it, before the first kernel
-    (docs/performance.md, small files). Not a daemon: a run that fails at once still ends after the set-up, never
-    with the thread cut off inside numba's imports."""
+    (docs/performance.md, small files). Numba's modules are imported here, in the calling thread (0.1 s where
+    numba is not imported yet): imported on the thread, they could meet a task importing numba at the same time
+    and one of the two would find it partly initialised. Not a daemon: a run that fails at once still ends after
+    the set-up, never with the thread cut off inside numba."""
     if not _NUMBA_SETUP:
-        _NUMBA_SETUP.append(threading.Thread(target=_numba_setup, name="sdc-numba-setup"))
+        from numba.core.compiler_lock import global_compiler_lock
+        from numba.core.registry import cpu_target
+
+        _NUMBA_SETUP.append(threading.Thread(target=_numba_setup, args=(global_compiler_lock, cpu_target),
+                                             name="sdc-numba-setup"))
         _NUMBA_SETUP[0].start()
 
 

@@ -227,3 +227,23 @@ def test_a_local_cluster_closes_quietly_unless_verbose(monkeypatch, verbose):
 def dask_cluster_of_one():
     """``sdc_tasks.cluster.dask_client`` with one worker."""
     return sdc_tasks.cluster.dask_client(None, 1)
+
+
+def test_runs_on_the_temporary_server_send_no_heartbeats(tmp_path, monkeypatch):
+    """The temporary server ends with the run, so its flow runs send no heartbeats (Prefect's engine waits up to
+    1 s for its heartbeat thread at each run's end); the API URL points at that server for the block only."""
+    import prefect.settings as ps
+
+    import flows.server
+
+    stand_in = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    monkeypatch.setattr(flows.server, "_server_process", lambda: (stand_in, "http://127.0.0.1:9/api"))
+    monkeypatch.setattr(flows.server, "_server_answering", lambda process, url: (process, url))
+    no_server = {ps.PREFECT_HOME: tmp_path, ps.PREFECT_SERVER_EPHEMERAL_ENABLED: True}
+    with ps.temporary_settings(no_server, restore_defaults={ps.PREFECT_API_URL}):
+        heartbeats = ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY.value()
+        with flows.server.temporary_server():
+            assert (ps.PREFECT_API_URL.value(), ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY.value()) == (
+                "http://127.0.0.1:9/api", None)
+        assert (ps.PREFECT_API_URL.value(), ps.PREFECT_FLOWS_HEARTBEAT_FREQUENCY.value()) == (None, heartbeats)
+    assert heartbeats is not None and stand_in.poll() is not None
