@@ -25,6 +25,7 @@ from sdc_tasks.evaluation.linkage import (
     published_probabilistic_linkage_graph,
 )
 from sdc_tasks.outputs import spill_area
+from sdc_tasks.scheduling import one_graph
 
 
 def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Any:
@@ -38,9 +39,12 @@ def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> An
 def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
     ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, computed one after the other so
-    only one prefix's cells are in memory (or in ``files``, :func:`_computed`) at a time."""
+    only one prefix's cells are in memory (or in ``files``, :func:`_computed`) at a time, or all in one graph when
+    the file is small and kept in memory (``scheduling.one_graph``)."""
     pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
+    if ctx.spill is None and one_graph(ctx.n * len(key_vars)):
+        return np.array(dask.compute(*[graph(pair_parts, sizes, i + 1, None) for i in range(len(key_vars))]))
     return np.array([_computed(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files))
                      for i in range(len(key_vars))])
 
