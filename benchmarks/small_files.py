@@ -13,7 +13,9 @@ compile them from source, about 0.15 s).
 sdcMicro is looked for with ``Rscript`` on the PATH and the library in ``--r-lib`` (or $SDCMICRO_LIB) or R's
 own library paths; where it is missing the benchmark says so and prints the project's figures only.
 
-Last, ``sdc --help`` as a whole process (best of ``--repeat``).
+Last, ``sdc --help`` and ``sdc demo`` (the bundled 1,080-record release: Prefect's temporary server, a
+2-worker LocalCluster, the full evaluation and the report) as whole processes (best of ``--repeat``, after one
+untimed run that also creates the Prefect database where there is none).
 
 Usage: python benchmarks/small_files.py [--rows 100000] [--repeat 1] [--r-repeat 1] [--r-lib DIR]   (not a test)
 """
@@ -120,6 +122,9 @@ def main() -> None:
 
         helped, _ = best([sys.executable, "-m", "sdc_tasks.cli", "--help"], args.repeat)
         print(f"sdc --help: {helped:.2f} s")
+        demo, demo_mem = best([sys.executable, "-m", "sdc_tasks.cli", "demo", "--out", str(Path(tmp) / "demo")],
+                              args.repeat)
+        print(f"sdc demo: {demo:.1f} s, {demo_mem:.2f} GiB")
 
 
 if __name__ == "__main__":
