@@ -224,25 +224,39 @@ def _partition_column_sums(df: pd.DataFrame, columns: list[str]) -> ColumnSums:
     return column_sums(df[columns].to_numpy(dtype=np.float64))
 
 
-def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], mean: np.ndarray, exponent: np.ndarray,
-                              order: int) -> ExactSums:
-    """Second-pass sums of one partition's columns."""
-    return deviation_sums(df[columns].to_numpy(dtype=np.float64), mean, exponent, order)
+def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], first: ColumnSums, order: int) -> ExactSums:
+    """Second-pass sums of one partition's columns, about the centre of the first pass ``first``."""
+    return deviation_sums(df[columns].to_numpy(dtype=np.float64), *first.centre(), order)
+
+
+def _first_pass(frame: dd.DataFrame, columns: list[str]):
+    """The first-pass sums of ``columns`` of a collection, as a delayed value."""
+    return tree_merge([dask.delayed(_partition_column_sums)(part, columns) for part in frame[columns].to_delayed()],
+                      operator.add)
+
+
+def _second_pass(frame: dd.DataFrame, columns: list[str], first, order: int):
+    """The second-pass sums of ``columns`` of a collection about ``first`` (its first pass, computed or delayed), as a
+    delayed value."""
+    return tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, first, order)
+                       for part in frame[columns].to_delayed()], operator.add)
 
 
 def _first_passes(frames: list[dd.DataFrame], columns: list[str]) -> tuple[ColumnSums, ...]:
     """The first-pass sums of ``columns`` of each collection, in one computation."""
-    return dask.compute(*[tree_merge([dask.delayed(_partition_column_sums)(part, columns)
-                                      for part in f[columns].to_delayed()], operator.add) for f in frames])
+    return dask.compute(*[_first_pass(f, columns) for f in frames])
 
 
 def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
     """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
-    all collections at once), so that no partition is held in memory between the passes."""
-    firsts = _first_passes(frames, columns)
-    seconds = dask.compute(*[tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, *first.centre(), order)
-                                         for part in f[columns].to_delayed()], operator.add)
-                             for f, first, order in zip(frames, firsts, orders)])
+    all collections at once), so that no partition is held in memory between the passes; one computation when
+    each collection is one partition (a small file: its partition read once, one round trip to the scheduler
+    instead of two, the same sums)."""
+    firsts = [_first_pass(f, columns) for f in frames]
+    if not all(f.npartitions == 1 for f in frames):
+        firsts = dask.compute(*firsts)
+    firsts, seconds = dask.compute(firsts, [_second_pass(f, columns, first, order)
+                                            for f, first, order in zip(frames, firsts, orders)])
     return [moments_from(*passes) for passes in zip(firsts, seconds, orders)]
 
 
