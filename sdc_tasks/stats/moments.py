@@ -235,28 +235,23 @@ def _first_pass(frame: dd.DataFrame, columns: list[str]):
                       operator.add)
 
 
-def _second_pass(frame: dd.DataFrame, columns: list[str], first, order: int):
-    """The second-pass sums of ``columns`` of a collection about ``first`` (its first pass, computed or delayed), as a
-    delayed value."""
-    return tree_merge([dask.delayed(_partition_deviation_sums)(part, columns, first, order)
-                       for part in frame[columns].to_delayed()], operator.add)
-
-
-def _first_passes(frames: list[dd.DataFrame], columns: list[str]) -> tuple[ColumnSums, ...]:
-    """The first-pass sums of ``columns`` of each collection, in one computation."""
-    return dask.compute(*[_first_pass(f, columns) for f in frames])
+def _passes(frames: list[dd.DataFrame], columns: list[str], second, args: list[tuple]) -> tuple[list, list]:
+    """The first-pass sums of ``columns`` of each collection and, merged per collection, the second-pass sums
+    ``second(partition, columns, first, *args)`` about its first pass: two computations (one per pass, all
+    collections at once), so that no partition is held in memory between the passes; one when each collection is
+    one partition (a small file: its partition read once, the scheduler asked once instead of twice, the same
+    sums)."""
+    firsts = [_first_pass(f, columns) for f in frames]
+    if not all(f.npartitions == 1 for f in frames):
+        firsts = list(dask.compute(*firsts))
+    return dask.compute(firsts, [tree_merge([dask.delayed(second)(part, columns, first, *extra)
+                                             for part in f[columns].to_delayed()], operator.add)
+                                 for f, first, extra in zip(frames, firsts, args)])
 
 
 def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
-    """The Moments of ``columns`` of each collection, to the order given for it: two computations (one per pass,
-    all collections at once), so that no partition is held in memory between the passes; one computation when
-    each collection is one partition (a small file: its partition read once, one round trip to the scheduler
-    instead of two, the same sums)."""
-    firsts = [_first_pass(f, columns) for f in frames]
-    if not all(f.npartitions == 1 for f in frames):
-        firsts = dask.compute(*firsts)
-    firsts, seconds = dask.compute(firsts, [_second_pass(f, columns, first, order)
-                                            for f, first, order in zip(frames, firsts, orders)])
+    """The Moments of ``columns`` of each collection, to the order given for it, in two passes (:func:`_passes`)."""
+    firsts, seconds = _passes(frames, columns, _partition_deviation_sums, [(order,) for order in orders])
     return [moments_from(*passes) for passes in zip(firsts, seconds, orders)]
 
 
@@ -276,9 +271,10 @@ class Spread:
     high: np.ndarray
 
 
-def _partition_square_sums(df: pd.DataFrame, columns: list[str], mean: np.ndarray,
-                           exponent: np.ndarray) -> ExactSums:
-    """Second-pass sums of one partition's columns without their cross products: sum d_j^2 per column."""
+def _partition_square_sums(df: pd.DataFrame, columns: list[str], first: ColumnSums) -> ExactSums:
+    """Second-pass sums of one partition's columns without their cross products, about the centre of the first
+    pass ``first``: sum d_j^2 per column."""
+    mean, exponent = first.centre()
     x = df[columns].to_numpy(dtype=np.float64)
     squares = np.array([(0, j, 0, j) for j in range(x.shape[1])], dtype=np.int64).reshape(-1, 4)
     return product_sums(np.ldexp(x - mean, -exponent)[None], squares)
@@ -287,9 +283,7 @@ def _partition_square_sums(df: pd.DataFrame, columns: list[str], mean: np.ndarra
 def frame_spread(ddf: dd.DataFrame, columns: list[str]) -> Spread:
     """Mean, sd (pil_measures.txt sec. 4.2: divided by n) and extremes of ``columns``: the mean and sd of
     :func:`frame_moments` to the bit (every sum is exact), without the p(p - 1)/2 cross products it also sums."""
-    first = _first_passes([ddf], columns)[0]
+    (first,), (second,) = _passes([ddf], columns, _partition_square_sums, [()])
     mean, exponent = first.centre()
-    second = dask.compute(tree_merge([dask.delayed(_partition_square_sums)(part, columns, mean, exponent)
-                                      for part in ddf[columns].to_delayed()], operator.add))[0]
     sd = np.ldexp(np.sqrt(np.array(second.values().tolist()) / first.n), exponent)
     return Spread(first.n, mean, sd, first.low, first.high)
