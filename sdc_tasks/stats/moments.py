@@ -224,9 +224,10 @@ def _partition_column_sums(df: pd.DataFrame, columns: list[str]) -> ColumnSums:
     return column_sums(df[columns].to_numpy(dtype=np.float64))
 
 
-def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], first: ColumnSums, order: int) -> ExactSums:
-    """Second-pass sums of one partition's columns, about the centre of the first pass ``first``."""
-    return deviation_sums(df[columns].to_numpy(dtype=np.float64), *first.centre(), order)
+def _partition_deviation_sums(df: pd.DataFrame, columns: list[str], centre: tuple[np.ndarray, np.ndarray],
+                              order: int) -> ExactSums:
+    """Second-pass sums of one partition's columns about ``centre`` (the first pass's ``ColumnSums.centre``)."""
+    return deviation_sums(df[columns].to_numpy(dtype=np.float64), *centre, order)
 
 
 def _first_pass(frame: dd.DataFrame, columns: list[str]):
@@ -237,16 +238,18 @@ def _first_pass(frame: dd.DataFrame, columns: list[str]):
 
 def _passes(frames: list[dd.DataFrame], columns: list[str], second, args: list[tuple]) -> tuple[list, list]:
     """The first-pass sums of ``columns`` of each collection and, merged per collection, the second-pass sums
-    ``second(partition, columns, first, *args)`` about its first pass: two computations (one per pass, all
+    ``second(partition, columns, centre, *args)`` about its first pass's centre (computed once per collection):
+    two computations (one per pass, all
     collections at once), so that no partition is held in memory between the passes; one when each collection is
     one partition (a small file: its partition read once, the scheduler asked once instead of twice, the same
     sums)."""
     firsts = [_first_pass(f, columns) for f in frames]
     if not all(f.npartitions == 1 for f in frames):
         firsts = list(dask.compute(*firsts))
-    return dask.compute(firsts, [tree_merge([dask.delayed(second)(part, columns, first, *extra)
+    centres = [dask.delayed(ColumnSums.centre, nout=2)(first) for first in firsts]
+    return dask.compute(firsts, [tree_merge([dask.delayed(second)(part, columns, centre, *extra)
                                              for part in f[columns].to_delayed()], operator.add)
-                                 for f, first, extra in zip(frames, firsts, args)])
+                                 for f, centre, extra in zip(frames, centres, args)])
 
 
 def frames_moments(frames: list[dd.DataFrame], columns: list[str], orders: list[int]) -> list[Moments]:
@@ -271,10 +274,10 @@ class Spread:
     high: np.ndarray
 
 
-def _partition_square_sums(df: pd.DataFrame, columns: list[str], first: ColumnSums) -> ExactSums:
-    """Second-pass sums of one partition's columns without their cross products, about the centre of the first
-    pass ``first``: sum d_j^2 per column."""
-    mean, exponent = first.centre()
+def _partition_square_sums(df: pd.DataFrame, columns: list[str], centre: tuple[np.ndarray, np.ndarray]) -> ExactSums:
+    """Second-pass sums of one partition's columns without their cross products, about ``centre`` (the first
+    pass's ``ColumnSums.centre``): sum d_j^2 per column."""
+    mean, exponent = centre
     x = df[columns].to_numpy(dtype=np.float64)
     squares = np.array([(0, j, 0, j) for j in range(x.shape[1])], dtype=np.int64).reshape(-1, 4)
     return product_sums(np.ldexp(x - mean, -exponent)[None], squares)
