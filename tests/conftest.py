@@ -3,12 +3,20 @@ first asked for) and small Dask clusters."""
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
+import shutil
+import tempfile
 
 import pandas as pd
 import pytest
 
+# Prefect's home (the database of a temporary server, the exceptions of failed flow runs Prefect writes to its local
+# storage, the memo of its block registration) is a private directory of this test process, removed when it exits,
+# here and in every command a test runs: the suite writes nothing into the developer's ~/.prefect.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="sdc-tests-prefect-")
+atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], ignore_errors=True)
 os.environ.setdefault("PREFECT_LOGGING_LEVEL", "WARNING")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 # a command run by a test (inherits this environment) waits as long as the session harness for its temporary server:
