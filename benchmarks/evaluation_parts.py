@@ -1,14 +1,17 @@
 """Where a release's evaluation spends its time: the full evaluation (IL battery, PIL, DLD_1..DLD_7, ID and the
-report's profiles, as a release runs it) of generated Census-like records against their MDAV-masked copy, on a
-LocalCluster, with Dask's task stream recorded; prints the wall time and, per kind of task, the seconds the
-workers spent in it (busy time, all workers together) and how many ran. Run it at two sizes to see which parts
-grow faster than the records (docs/performance.md, "The evaluation's parts at 1e6 and 1e7").
+report's profiles, as a release runs it) of generated Census-like records against their masked copy (MDAV or
+rank swapping, as scale_record.py's specs mask them), on a LocalCluster, with Dask's task stream recorded; prints
+the wall time and, per kind of task, the seconds the workers spent in it (busy time, all workers together) and
+how many ran. Run it at two sizes to see which parts grow faster than the records (docs/performance.md, "The
+evaluation's parts at 1e6 and 1e7").
 
 The records are scale_record.py's (``write_records``: seed 7, Parquet files of 250,000 records) and masked by
-``sdc mask --method mdav --param k=3 --param group_size=3 --seed 1``; ``--keep DIR`` keeps both there for a later
-run (with the same ``--rows``), which then skips generating and masking.
+``sdc mask --method mdav --param k=3 --param group_size=3 --seed 1`` (``--method mdav``, the default) or ``sdc mask
+--method rankswap --param p=15 --seed 1`` (``--method rankswap``); ``--keep DIR`` keeps them there for a later run
+(with the same ``--rows``), which then skips generating and masking.
 
-Usage: python benchmarks/evaluation_parts.py --rows 1000000 [--workers 2] [--keep DIR] [--json parts.json]
+Usage: python benchmarks/evaluation_parts.py --rows 1000000 [--method mdav|rankswap] [--workers 2] [--keep DIR]
+       [--json parts.json]
 Not part of the test suite.
 """
 
@@ -34,17 +37,20 @@ from sdc_tasks.generate import CENSUS_VARIABLES
 from sdc_tasks.io import read_table
 
 TOKEN = re.compile(r"-[0-9a-f]{32}")
+MASKINGS = {"mdav": ["--method", "mdav", "--param", "k=3", "--param", "group_size=3"],
+            "rankswap": ["--method", "rankswap", "--param", "p=15"]}
+"""The ``sdc mask`` options of each masking the evaluation can be timed on (scale_record.py's specs)."""
 
 
-def prepared(root: Path, rows: int) -> tuple[Path, Path]:
-    """The generated records and their masked copy in ``root`` (made unless already there)."""
-    data, masked = root / "data", root / "masked"
+def prepared(root: Path, rows: int, method: str) -> tuple[Path, Path]:
+    """The generated records and their copy masked by ``method`` in ``root`` (made unless already there)."""
+    data, masked = root / "data", root / ("masked" if method == "mdav" else f"masked-{method}")
     if not data.exists():
         write_records(data, rows)
     if not masked.exists():
-        subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), "--method", "mdav",
-                        "--param", "k=3", "--param", "group_size=3", "--id-col", "record_id", "--seed", "1",
-                        "--out", str(masked)], check=True, stdout=subprocess.DEVNULL)
+        subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), *MASKINGS[method],
+                        "--id-col", "record_id", "--seed", "1", "--out", str(masked)], check=True,
+                       stdout=subprocess.DEVNULL)
     return data, masked
 
 
@@ -71,6 +77,7 @@ def main() -> None:
     """Evaluate, print the figures, optionally write them as JSON."""
     ap = argparse.ArgumentParser()
     ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--method", choices=sorted(MASKINGS), default="mdav", help="the masking evaluated")
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--keep", type=Path, help="directory for the records and their masked copy, kept after")
     ap.add_argument("--json", type=Path, help="also write the figures and the metrics here")
@@ -78,7 +85,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
-        data, masked = prepared(root, args.rows)
+        data, masked = prepared(root, args.rows, args.method)
         with dask_client(workers=args.workers) as client:
             start = time.perf_counter()
             with get_task_stream(client) as stream:
@@ -88,15 +95,15 @@ def main() -> None:
             wall = time.perf_counter() - start
     seconds, count = busy_by_kind(stream.data)
     total = sum(seconds.values())
-    print(f"rows={args.rows} workers={args.workers}: evaluation {wall:.1f} s wall, {total:.1f} s "
+    print(f"rows={args.rows} method={args.method} workers={args.workers}: evaluation {wall:.1f} s wall, {total:.1f} s "
           f"busy; IL {metrics['IL']:.3f} PIL {metrics['PIL']:.3f} DLD {metrics['DLD']:.3f} ID {metrics['ID']:.3f}")
     for kind, secs in seconds.most_common():
         if secs >= 0.001 * total:  # the kinds of at least 0.1 % of the busy time
             print(f"  {secs:9.1f} s {count[kind]:6d} tasks  {kind}")
     if args.json:
         numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
-        args.json.write_text(json.dumps({"rows": args.rows, "wall_s": wall, "busy_s": dict(seconds),
-                                         "tasks": dict(count), "metrics": numbers}, indent=1))
+        args.json.write_text(json.dumps({"rows": args.rows, "method": args.method, "wall_s": wall,
+                                         "busy_s": dict(seconds), "tasks": dict(count), "metrics": numbers}, indent=1))
 
 
 if __name__ == "__main__":
