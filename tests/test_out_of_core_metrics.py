@@ -92,6 +92,21 @@ def test_value_order_is_lexsorts_permutation(values, tiebreak, large, monkeypatc
         assert np.array_equal(value_order(v, t), np.lexsort((t, v)))
 
 
+def test_radix_order_is_numpys_stable_argsort():
+    """Large float64 columns are ordered by the radix sort: numpy's stable argsort to the row, with NaNs of either
+    sign and any payload (last, in row order), signed zeros (equal), infinities, subnormals, the largest floats,
+    values sharing their high digits and columns of one value."""
+    rng = np.random.default_rng(5)
+    negative_nan = np.array([0xFFF8000000000001], dtype=np.uint64).view(np.float64)[0]
+    special = [np.nan, negative_nan, 0.0, -0.0, np.inf, -np.inf, 5e-324, -5e-324, 1.7e308, -1.7e308, 1.0, -1.0]
+    columns = [rng.choice(special, 3000), rng.normal(size=3000), rng.lognormal(size=3000) * 1e-300,
+               1.0 + rng.integers(0, 50, 3000) * 2.0**-40, np.full(3000, -2.5), rng.integers(0, 4, 3000) * 1e6,
+               np.concatenate([rng.normal(size=1500), rng.choice(special, 1500)])]
+    for column in columns:
+        assert np.array_equal(order_module._radix_order(column), np.argsort(column, kind="stable"))
+    assert order_module._radix_order(np.empty(0)).size == 0
+
+
 @pytest.mark.parametrize("written", [False, True])
 @pytest.mark.parametrize("parts", [1, 5, 37])
 def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_path):
