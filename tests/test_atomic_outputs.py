@@ -11,11 +11,11 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pandas as pd
 import pytest
+from processes import held_within
 from typer.testing import CliRunner
 
 from sdc_tasks import outputs as O
@@ -64,15 +64,6 @@ def dead_pid() -> int:
     proc = subprocess.Popen([sys.executable, "-c", "pass"])
     proc.wait(30)
     return proc.pid
-
-
-def shown_command_line(pid: int, text: str, timeout: float = 30) -> None:
-    """Wait until ``/proc/PID/cmdline`` contains ``text``: Linux shows a new program's arguments only some time
-    after ``Popen`` returns (the executable's loading goes on after the close-on-exec pipe closes)."""
-    deadline = time.monotonic() + timeout
-    while text.encode() not in Path(f"/proc/{pid}/cmdline").read_bytes():
-        assert time.monotonic() < deadline, f"process {pid} never showed {text!r} in its command line"
-        time.sleep(0.01)
 
 
 def tagged(kind: str, pid: int, host: str = O.HOST_TAG, rand: str = "0123456789ab") -> str:
@@ -418,8 +409,8 @@ def test_a_helper_process_of_a_killed_run_is_ended_by_the_next_run(private_tmp, 
     helpers = {name: subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)", name])
                for name in ("noted-server", "other-program")}
     try:
-        for name, proc in helpers.items():
-            shown_command_line(proc.pid, name)
+        for name, proc in helpers.items():  # Linux shows a new program's arguments some time after Popen returns
+            assert held_within(lambda: name.encode() in Path(f"/proc/{proc.pid}/cmdline").read_bytes(), 30), name
         root = O.scratch_root()
         (root / tagged("process", owner, rand="srv")).write_text(json.dumps(
             {"pid": helpers["noted-server"].pid, "command": "noted-server"}))

@@ -9,8 +9,9 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
+
+from processes import held_within
 
 from sdc_tasks import outputs as O
 
@@ -21,16 +22,6 @@ def _running(pid: int) -> bool:
         return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
     except (OSError, IndexError):
         return False
-
-
-def _wait_for(condition, seconds: float) -> bool:
-    """Poll ``condition`` every 0.1 s until it holds or ``seconds`` have passed."""
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if condition():
-            return True
-        time.sleep(0.1)
-    return False
 
 
 def test_a_killed_release_leaves_no_server_and_no_records_once_another_run_starts(tmp_path, monkeypatch):
@@ -49,7 +40,7 @@ def test_a_killed_release_leaves_no_server_and_no_records_once_another_run_start
             any(p.name.startswith(f"{O.PROCESS}.") for p in root.iterdir())
 
     try:
-        assert _wait_for(writing, 180), "the release never started writing"
+        assert held_within(writing, 180), "the release never started writing"
     finally:
         proc.send_signal(signal.SIGKILL)
         proc.wait(30)
@@ -60,6 +51,6 @@ def test_a_killed_release_leaves_no_server_and_no_records_once_another_run_start
 
     with O.atomic_output_dir(tmp_path / "another-output", inputs=[]) as tmp:
         (tmp / "part-0.parquet").write_text("another run")
-    assert _wait_for(lambda: not _running(server), 15)
+    assert held_within(lambda: not _running(server), 15)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["another-output", "prefect-home", "systmp"]
     assert list(root.iterdir()) == []
