@@ -242,8 +242,8 @@ def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame]
     when the pairs hold every record of both; ``sd``: each variable's original sd, for SDID): for files of at most
     GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, as many
     at once as the scheduler runs tasks, so that a worker holds one variable's columns at a time; all at once where
-    they are few, ``scheduling.one_graph``), else each
-    sorted across the partitions, one variable at a time (``spill``: see :func:`variable_order_measures`)."""
+    they are few, ``scheduling.one_graph``), else each sorted across the partitions, one variable at a time
+    (``spill``: see :func:`variable_order_measures`)."""
     if gathers(records):
         tasks = [dask.delayed(_gathered_measures)(
             pairs[[id_col, v, v + MASKED_SUFFIX]].to_delayed(),

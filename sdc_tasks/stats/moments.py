@@ -239,10 +239,9 @@ def _first_pass(frame: dd.DataFrame, columns: list[str]):
 def _passes(frames: list[dd.DataFrame], columns: list[str], second, args: list[tuple]) -> tuple[list, list]:
     """The first-pass sums of ``columns`` of each collection and, merged per collection, the second-pass sums
     ``second(partition, columns, centre, *args)`` about its first pass's centre (computed once per collection):
-    two computations (one per pass, all
-    collections at once), so that no partition is held in memory between the passes; one when each collection is
-    one partition (a small file: its partition read once, the scheduler asked once instead of twice, the same
-    sums)."""
+    two computations (one per pass, all collections at once), so that no partition is held in memory between the
+    passes; one when each collection is one partition (a small file: its partition read once, the scheduler asked
+    once instead of twice, the same sums)."""
     firsts = [_first_pass(f, columns) for f in frames]
     if not all(f.npartitions == 1 for f in frames):
         firsts = list(dask.compute(*firsts))
