@@ -187,11 +187,18 @@ def box_bound(q, lo, hi, node):
 
 
 @numba.njit(cache=True, nogil=True)
-def _push_children(nodes, top, node, q, split, dim, left, right):
-    """Push an internal node's children on the search stack, the near one (the query's side) on top."""
-    near, far = (left[node], right[node]) if q[dim[node]] < split[node] else (right[node], left[node])
-    nodes[top], nodes[top + 1] = far, near
-    return top + 2
+def _push_children(nodes, top, node, q, split, dim, left, right, bound):
+    """Push an internal node's children on the search stack, the near one (the query's side) on top; the far one
+    only if the squared gap from ``q`` to the split is within ``bound``. A far child's box lies beyond the split,
+    so its box_bound is at least that squared gap (each rounded step of box_bound is monotone): a child left out
+    here would be pruned when taken from the stack, so the search finds the same points without visiting it."""
+    gap = q[dim[node]] - split[node]
+    near, far = (left[node], right[node]) if gap < 0 else (right[node], left[node])
+    if gap * gap <= bound:
+        nodes[top] = far
+        top += 1
+    nodes[top] = near
+    return top + 1
 
 
 @numba.njit(cache=True, nogil=True)
@@ -216,7 +223,7 @@ def nearest_index(q, warm, points, perm, ordered, start, stop, dim, split, left,
                 if dist < best or (dist == best and i < best_i):
                     best, best_i = dist, i
             continue
-        top = _push_children(nodes, top, node, q, split, dim, left, right)
+        top = _push_children(nodes, top, node, q, split, dim, left, right, best)
     return best_i
 
 
@@ -260,7 +267,7 @@ def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop
                     elif abs(dist - own) <= tol:
                         t += 1
                 continue
-            top = _push_children(nodes, top, node, q, split, dim, left, right)
+            top = _push_children(nodes, top, node, q, split, dim, left, right, r2)
         closer[k], tied[k] = c, t
     return closer, tied
 
