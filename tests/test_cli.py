@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 
 import pandas as pd
@@ -28,6 +29,9 @@ def test_help_lists_every_command():
 
 
 def test_mask_then_evaluate_census(tmp_path):
+    """Also: commands run through ``app`` in a Python process leave its garbage collector as it was (only ``sdc``'s
+    own process, ``cli.main``, holds and freezes it)."""
+    collector = gc.isenabled(), gc.get_freeze_count()
     census = bundled_path("census.csv")
     out = tmp_path / "masked.csv"
     result = invoke("mask", "--input", census, "--method", "mdav", "--param", "k=3", "--param", "group_size=3",
@@ -44,6 +48,7 @@ def test_mask_then_evaluate_census(tmp_path):
     metrics = json.loads(metrics_path.read_text())
     assert metrics["n"] == 1080 and metrics["IL2"] < 1e-9
     assert 0 < metrics["DLD"] < 100 and 0 < metrics["ID"] < 100
+    assert (gc.isenabled(), gc.get_freeze_count()) == collector
 
 
 def test_evaluate_of_a_file_against_itself(tmp_path, dask_scheduler):
