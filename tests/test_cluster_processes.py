@@ -4,6 +4,7 @@ masking does not change it (the scheduler recomputes the lost work on the surviv
 
 from __future__ import annotations
 
+import gc
 import os
 import signal
 import socket
@@ -166,7 +167,8 @@ def test_no_client_is_left_as_the_default_scheduler():
 
 def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
     """Each worker of the run's own LocalCluster sets numba up once, on its own thread, from its start (the
-    NumbaSetUp plugin), so the first kernel of a release does not wait for it."""
+    WorkerSetUp plugin), so the first kernel of a release does not wait for it; and has frozen its imports out of
+    the garbage collector's passes."""
     from sdc_tasks.cluster import dask_client
 
     def numba_set_up() -> bool:
@@ -179,3 +181,4 @@ def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
 
     with dask_client(None, 1) as client:
         assert list(client.run(numba_set_up).values()) == [True]
+        assert list(client.run(lambda: gc.get_freeze_count() > 10_000).values()) == [True]
