@@ -28,7 +28,7 @@ import pandas as pd
 from sdc_tasks.evaluation.global_order import ID, KEY, SortedColumn, keyed_frame, sorted_column
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.metrics.pil import quantile_pil
-from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranked_order, ranks, ranks_in
+from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranked_order, ranks_in
 from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_hits, window_positions
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
@@ -213,12 +213,16 @@ def _gathered_measures(pair_parts: list[pd.DataFrame], file_parts: tuple[list, l
                        var: str, sd: float, asked: OrderAsked) -> OrderMeasures:
     """One variable's :class:`OrderMeasures` with its paired columns gathered on one worker (``file_parts``: the
     original and masked files' partitions with the variable, None when the pairs hold every record of both): the
-    whole-column kernels, each column gathered and sorted once for all the results asked for."""
+    whole-column kernels, each column gathered and sorted once for all the results asked for: a column put in
+    rank order (by value, ties by id) is read in that order for its sorted values, as the distributed sort gives
+    them, instead of being sorted again (``np.sort``: 0.85-0.9 s for 1e7 values, the gather 0.12-0.3 s)."""
     ids = gathered(pair_parts, id_col)
     x, xm = gathered(pair_parts, var, np.float64), gathered(pair_parts, var + MASKED_SUFFIX, np.float64)
-    sorted_x, sorted_xm = SortedValues(np.sort(x)), SortedValues(np.sort(xm))
+    x_order = ranked_order(x, ids) if asked.ranks else None
     masked_order = ranked_order(xm, ids) if asked.ranks or asked.hits else None  # serves the ranks and the hits
-    errors = rank_errors(ranks(x, ids)[:, None], ranks_in(masked_order)[:, None]) if asked.ranks else None
+    sorted_x = SortedValues(np.sort(x) if x_order is None else x[x_order])
+    sorted_xm = SortedValues(np.sort(xm) if masked_order is None else xm[masked_order])
+    errors = rank_errors(ranks_in(x_order)[:, None], ranks_in(masked_order)[:, None]) if asked.ranks else None
     figures = order_figures(sorted_x, sorted_xm) if asked.figures else None
     original, masked = sorted_x, sorted_xm  # the files' columns, sorted; each file's read once if it is needed
     if file_parts is not None:
