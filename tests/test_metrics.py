@@ -25,7 +25,16 @@ from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.pairing import with_pairing_ids
 from sdc_tasks.kdtree import kd_tree
 from sdc_tasks.metrics.information_loss import cell_sums, information_loss
-from sdc_tasks.metrics.risk import exact_distances, interval_hits, linkage_counts, linkage_credit, scores, sdid_hits
+from sdc_tasks.metrics.risk import (
+    exact_distances,
+    interval_hits,
+    last_positions,
+    linkage_counts,
+    linkage_credit,
+    scores,
+    sdid_hits,
+    window_hits,
+)
 from sdc_tasks.stats.moments import blocks_moments, column_sums, frame_moments, moments_of, tree_merge
 
 HYPO = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -488,6 +497,42 @@ def test_interval_hits_hand_case():
     np.testing.assert_array_equal(interval_hits(np.sort(xm), x[shuffled], xm[shuffled], percents=(1, 15)), [4, 7])
     by_masked = np.array([0, 2, 1, 3, 4, 5, 6, 7, 8, 9])  # a caller's order of xm, its tie the other way round
     np.testing.assert_array_equal(interval_hits(np.sort(xm), x, xm, percents=(1, 15), order=by_masked), [4, 7])
+
+
+def _windows_brute_force(column: np.ndarray, x: np.ndarray, r: np.ndarray, widths: list[int]) -> list[int]:
+    """docs/metrics.md ID_p read literally: per width W, the records whose x lies within the sorted column's values at
+    positions R - W .. R + W - 1, clipped to the column; one window of one record at a time."""
+    n = len(column)
+    return [sum(column[max(ri - w, 0)] <= xi <= column[min(ri + w - 1, n - 1)] for xi, ri in zip(x, r))
+            for w in widths]
+
+
+@HYPO
+@given(st.lists(st.integers(0, 12), min_size=1, max_size=40), st.lists(st.integers(-1, 13), min_size=1, max_size=40),
+       st.lists(st.integers(1, 45), min_size=1, max_size=7, unique=True), st.integers(0, 2**32 - 1))
+def test_window_hits_count_every_window_whatever_the_widths_order(column, x, widths, seed):
+    rng = np.random.default_rng(seed)
+    column = np.sort(np.asarray(column, dtype=np.float64))
+    x = np.asarray(x, dtype=np.float64)
+    x[rng.random(len(x)) < 0.1] = np.nan  # never inside a window
+    r = np.sort(rng.integers(0, len(column), len(x)))
+    expected = _windows_brute_force(column, x, r, widths)
+    whole = np.zeros(1, dtype=np.int64)
+    got = window_hits(column, whole, whole, len(column), x, r, np.asarray(widths, dtype=np.int64))
+    np.testing.assert_array_equal(got, expected)
+    cuts = np.sort(rng.choice(np.arange(1, len(column)), size=min(3, len(column) - 1), replace=False))
+    starts = np.concatenate([[0], cuts]).astype(np.int64)  # the column as pieces laid end to end (base = starts)
+    np.testing.assert_array_equal(window_hits(column, starts, starts, len(column), x, r,
+                                              np.asarray(widths, dtype=np.int64)), expected)
+
+
+def test_last_positions_are_numpys_right_searches():
+    column = np.array([-np.inf, 1.0, 2.0, 2.0, 2.0, 5.0, np.inf, np.nan, np.nan])
+    queries = np.array([-np.inf, -np.inf, 0.5, 1.0, 2.0, 2.0, 3.0, 5.0, np.inf, np.nan])
+    expected = np.maximum(np.searchsorted(column, queries, side="right") - 1, 0)
+    np.testing.assert_array_equal(expected, [0, 0, 0, 1, 4, 4, 4, 5, 6, 8])  # by hand: the last value <= q
+    np.testing.assert_array_equal(last_positions(column, queries), expected)
+    np.testing.assert_array_equal(last_positions(column[1:], np.array([0.0, 0.5])), [0, 0])  # none below: 0
 
 
 def test_sdid_hits_hand_case():

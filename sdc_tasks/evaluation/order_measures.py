@@ -29,7 +29,15 @@ from sdc_tasks.evaluation.global_order import ID, KEY, SortedColumn, keyed_frame
 from sdc_tasks.evaluation.linkage import gathered
 from sdc_tasks.metrics.pil import quantile_pil
 from sdc_tasks.metrics.rank_metrics import RankErrors, rank_errors, ranked_order, ranks_in
-from sdc_tasks.metrics.risk import ID_PERCENTS, interval_hits, interval_widths, sdid_hits, window_hits, window_positions
+from sdc_tasks.metrics.risk import (
+    ID_PERCENTS,
+    interval_hits,
+    interval_widths,
+    last_positions,
+    sdid_hits,
+    window_hits,
+    window_positions,
+)
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
 from sdc_tasks.reserved import MASKED_SUFFIX
@@ -119,7 +127,7 @@ def _part_window_hits(part: pd.DataFrame, start: int, last: int, widths: np.ndar
     (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; :func:`~sdc_tasks.metrics.risk.interval_hits`
     on the whole column); ``pieces``: the partitions these windows' ends fall in, from ``starts``."""
     keys, x = part[KEY].to_numpy(), part[OTHER].to_numpy()
-    r = start + np.searchsorted(keys, keys, side="right") - 1
+    r = start + last_positions(keys, keys)
     r[keys == keys[-1]] = last
     base = np.concatenate([[0], np.cumsum([len(p) for p in pieces])[:-1]]).astype(np.int64)
     return window_hits(np.concatenate(pieces).astype(np.float64, copy=False), base, starts.astype(np.int64), n,

@@ -80,19 +80,55 @@ def _value_at(values, base, starts, position):
 
 
 @numba.njit(cache=True, nogil=True)
+def _inside(values, base, starts, n, x, r, width):
+    """Whether ``x`` lies within the sorted column's values at positions r - width .. r + width - 1, clipped to its
+    n positions (:func:`window_positions`), the column read from the pieces of :func:`_value_at`."""
+    lo = _value_at(values, base, starts, max(r - width, 0))
+    hi = _value_at(values, base, starts, min(r + width - 1, n - 1))
+    return lo <= x <= hi
+
+
+@numba.njit(cache=True, nogil=True)
 def window_hits(values, base, starts, n, x, r, widths):
     """For each half-width W of ``widths``: how many x[i] lie within the sorted column's values at positions
     R - W .. R + W - 1 (R = r[i]; clipped to its n positions, as :func:`window_positions`), the column read from
-    the pieces of :func:`_value_at` (the whole column: one piece, ``base`` = ``starts`` = [0]); with r sorted,
-    each pass reads them forwards."""
-    hits = np.zeros(widths.shape[0], dtype=np.int64)
-    for j in range(widths.shape[0]):
-        for i in range(x.shape[0]):
-            lo = _value_at(values, base, starts, max(r[i] - widths[j], 0))
-            hi = _value_at(values, base, starts, min(r[i] + widths[j] - 1, n - 1))
-            if lo <= x[i] <= hi:
-                hits[j] += 1
+    the pieces of :func:`_value_at` (the whole column: one piece, ``base`` = ``starts`` = [0]).
+
+    A wider window's ends lie at or beyond a narrower one's in the sorted column, so its values enclose the
+    narrower one's: a value inside the window of one width is inside that of every wider one. Each record's
+    narrowest width that holds it is found by bisection over the widths in ascending order (about log2 of their
+    number of windows read instead of all of them) and counted for that width and every wider one."""
+    m = widths.shape[0]
+    rank = np.argsort(widths, kind="mergesort")
+    ascending = widths[rank]
+    narrowest = np.zeros(m + 1, dtype=np.int64)
+    for i in range(x.shape[0]):
+        a, b = 0, m
+        while a < b:
+            c = (a + b) // 2
+            if _inside(values, base, starts, n, x[i], r[i], ascending[c]):
+                b = c
+            else:
+                a = c + 1
+        narrowest[a] += 1
+    hits = np.empty(m, dtype=np.int64)
+    hits[rank] = np.cumsum(narrowest[:m])
     return hits
+
+
+@numba.njit(cache=True, nogil=True)
+def last_positions(sorted_values, sorted_queries):
+    """For each query of ``sorted_queries`` (ascending), the position of the last value of ``sorted_values`` at or
+    below it (0 when none): ``np.searchsorted(sorted_values, q, side="right") - 1`` clipped at 0, by one pass over
+    both (the ID interval's R, :func:`interval_hits`)."""
+    out = np.empty(sorted_queries.shape[0], dtype=np.int64)
+    p, n = 0, sorted_values.shape[0]
+    for i in range(sorted_queries.shape[0]):
+        q = sorted_queries[i]
+        while p < n and (sorted_values[p] <= q or q != q):  # a NaN sorts after every value, as in numpy
+            p += 1
+        out[i] = max(p - 1, 0)
+    return out
 
 
 def interval_widths(n: int, percents: tuple[int, ...] = ID_PERCENTS) -> np.ndarray:
@@ -121,10 +157,10 @@ def interval_hits(sorted_masked: np.ndarray, x: np.ndarray, xm: np.ndarray,
     n = sorted_masked.shape[0]
     if order is None:  # sorted queries read the sorted column in order (cache-friendly)
         order = np.argsort(xm, kind="stable")
-    x, xm = np.ascontiguousarray(x[order], dtype=np.float64), xm[order]
-    r = np.maximum(np.searchsorted(sorted_masked, xm, side="right") - 1, 0)
+    sorted_masked = np.ascontiguousarray(sorted_masked, dtype=np.float64)
+    x, xm = np.ascontiguousarray(x[order], dtype=np.float64), np.ascontiguousarray(xm[order], dtype=np.float64)
     whole = np.zeros(1, dtype=np.int64)
-    return window_hits(np.ascontiguousarray(sorted_masked, dtype=np.float64), whole, whole, n, x, r.astype(np.int64),
+    return window_hits(sorted_masked, whole, whole, n, x, last_positions(sorted_masked, xm),
                        interval_widths(n, percents))
 
 
