@@ -10,9 +10,8 @@ one prefix's cells are in memory at a time.
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import dask
 import numpy as np
@@ -26,42 +25,28 @@ from sdc_tasks.evaluation.linkage import (
     published_probabilistic_linkage_graph,
 )
 from sdc_tasks.outputs import spill_area
-from sdc_tasks.scheduling import computed_in_turn, one_graph
+from sdc_tasks.scheduling import one_graph
 
 
 def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Any:
     """The value of ``graph(files)`` computed with its own directory for its tasks' results (task_graph.TaskGraph):
     a new one in ``ctx.spill``, removed after, when the file is larger than the workers keep in memory; else None
     (in memory)."""
-    return computed_in_turn([_with_files(ctx, graph)], 1)[0]
-
-
-@contextlib.contextmanager
-def _with_files(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Iterator[Any]:
-    """``graph(files)`` with the directory of :func:`_computed`, kept until the context is left."""
     with spill_area("linkage", ctx.spill) as files:
-        yield graph(files)
-
-
-PREFIXES_AT_ONCE = 2
-"""Key prefixes whose linkage graphs compute at the same time in a larger file: the next prefix's first tasks fill
-the workers while the last tasks of the one before end (at 1e7 records each prefix left its two workers idle for
-about 8 of its 30 worker-seconds, waiting on the last tasks of a step), and at most two prefixes' cells exist at
-once."""
+        return dask.compute(graph(files))[0]
 
 
 def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
-    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, PREFIXES_AT_ONCE of them computing
-    at a time so that only their cells are in memory (or in ``files``, :func:`_computed`), or all in one graph when
+    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, computed one after the other so
+    only one prefix's cells are in memory (or in ``files``, :func:`_computed`) at a time, or all in one graph when
     the file is small and kept in memory (``scheduling.one_graph``)."""
     pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
     if ctx.spill is None and one_graph(ctx.n * len(key_vars)):
         return np.array(dask.compute(*[graph(pair_parts, sizes, i + 1, None) for i in range(len(key_vars))]))
-    return np.array(computed_in_turn(
-        [_with_files(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files)) for i in range(len(key_vars))],
-        PREFIXES_AT_ONCE))
+    return np.array([_computed(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files))
+                     for i in range(len(key_vars))])
 
 
 def _linkable(ctx: ContinuousContext) -> bool:
