@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator
 
 import dask
 import dask.dataframe as dd
@@ -75,55 +75,6 @@ about 0.3 s instead of 0.8 s, the 13 variables' order measures in 0.1 s instead 
 def one_graph(values: int) -> bool:
     """Whether work on ``values`` values is small enough to be computed as one graph (:data:`ONE_GRAPH_VALUES`)."""
     return values <= ONE_GRAPH_VALUES
-
-
-def computed_in_turn(graphs: Sequence[contextlib.AbstractContextManager], at_once: int) -> list:
-    """The values of a sequence of graphs, at most ``at_once`` of them computing at any time, in their order. Each
-    graph is given as a context manager that yields it (one that makes a directory its tasks write to, say), entered
-    when the graph is submitted and left once its value is back. On a ``distributed`` client the next graph is
-    submitted as soon as one is done, so the workers never wait for a batch's last tasks while work is left, and
-    the earlier graphs keep the first claim on them (the scheduler runs the tasks of earlier submissions first);
-    on Dask's local schedulers, or where all of them may compute at once, the graphs are computed ``at_once``
-    together, batch after batch."""
-    at_once = max(1, at_once)
-    client = _distributed_client()
-    if client is None or at_once >= len(graphs):
-        values: list = []
-        for start in range(0, len(graphs), at_once):
-            with contextlib.ExitStack() as stack:
-                values.extend(dask.compute(*[stack.enter_context(g) for g in graphs[start:start + at_once]]))
-        return values
-    from distributed import wait
-
-    done: dict[int, Any] = {}
-    running: dict = {}  # future -> (position, the exit of its context)
-    try:
-        for position, graph in enumerate(graphs):
-            while len(running) >= at_once:
-                _collected(running, done, wait(list(running), return_when="FIRST_COMPLETED").done)
-            stack = contextlib.ExitStack()
-            try:
-                future = client.compute(stack.enter_context(graph))
-            except BaseException:
-                stack.close()
-                raise
-            running[future] = (position, stack)
-        while running:
-            _collected(running, done, wait(list(running), return_when="FIRST_COMPLETED").done)
-    finally:
-        for future, (_, stack) in running.items():
-            future.cancel()
-            stack.close()
-    return [done[k] for k in range(len(done))]
-
-
-def _collected(running: dict, done: dict, finished) -> None:
-    """Move the ``finished`` futures of ``running`` (future -> (position, exit stack)) to ``done`` (position ->
-    value), leaving each one's context; a failed one raises its error."""
-    for future in finished:
-        position, stack = running.pop(future)
-        with stack:
-            done[position] = future.result()
 
 
 def task_memory() -> int:

@@ -4,9 +4,7 @@ sizes, heavy ties that cross partition boundaries, windows wider than a partitio
 
 from __future__ import annotations
 
-import contextlib
 import itertools
-import time
 
 import dask
 import dask.dataframe as dd
@@ -406,58 +404,3 @@ def test_a_tasks_memory_and_the_tasks_at_once_are_the_schedulers():
         assert scheduling.task_memory() == 2**30
     with dask.config.set(scheduler="synchronous"):
         assert scheduling.parallel_tasks() == 1
-
-
-def _timed(seconds: float, label: str) -> tuple[str, float, float]:
-    """Sleep ``seconds`` where it runs: (label, start, end), by the clock; a label "broken" raises instead."""
-    if label == "broken":
-        raise ValueError("broken on purpose")
-    start = time.time()
-    time.sleep(seconds)
-    return label, start, time.time()
-
-
-def _graph_in(events: list, label: str, seconds: float):
-    """A context manager yielding the one-task graph of :func:`_timed`, noting when it is entered and left."""
-    @contextlib.contextmanager
-    def graph():
-        events.append(("enter", label))
-        try:
-            yield dask.delayed(_timed, pure=False)(seconds, label)
-        finally:
-            events.append(("exit", label))
-    return graph()
-
-
-def test_graphs_in_turn_start_the_next_as_soon_as_one_is_done(dask_scheduler):
-    """Three graphs two at a time on the session's two workers: the third starts when the quick second one is done,
-    before the slow first one ends (not batch after batch); the values come in order, and each graph's context is
-    left once its value is back, before the next one is entered."""
-    from distributed import Client
-
-    events: list = []
-    with Client(dask_scheduler):
-        slow, quick, after = scheduling.computed_in_turn(
-            [_graph_in(events, "slow", 3.0), _graph_in(events, "quick", 0.1), _graph_in(events, "after", 0.1)], 2)
-    assert [slow[0], quick[0], after[0]] == ["slow", "quick", "after"]
-    assert quick[2] <= after[1] < slow[2]
-    assert events == [("enter", "slow"), ("enter", "quick"), ("exit", "quick"), ("enter", "after"),
-                      ("exit", "after"), ("exit", "slow")]
-
-
-def test_a_failing_graph_in_turn_raises_and_leaves_every_context(dask_scheduler):
-    from distributed import Client
-
-    events: list = []
-    with Client(dask_scheduler), pytest.raises(ValueError, match="broken on purpose"):
-        scheduling.computed_in_turn(
-            [_graph_in(events, "slow", 2.0), _graph_in(events, "broken", 0.0), _graph_in(events, "never", 0.1)], 2)
-    assert sorted(events) == sorted([("enter", "slow"), ("enter", "broken"), ("exit", "slow"), ("exit", "broken")])
-
-
-def test_graphs_in_turn_on_threads_are_computed_batch_after_batch():
-    events: list = []
-    with dask.config.set(scheduler="synchronous"):
-        done = scheduling.computed_in_turn([_graph_in(events, label, 0.0) for label in "abc"], 2)
-    assert [d[0] for d in done] == ["a", "b", "c"]
-    assert events == [("enter", "a"), ("enter", "b"), ("exit", "b"), ("exit", "a"), ("enter", "c"), ("exit", "c")]
