@@ -92,7 +92,8 @@ def _inside(values, base, starts, n, x, r, width):
 def window_hits(values, base, starts, n, x, r, widths):
     """For each half-width W of ``widths``: how many x[i] lie within the sorted column's values at positions
     R - W .. R + W - 1 (R = r[i]; clipped to its n positions, as :func:`window_positions`), the column read from
-    the pieces of :func:`_value_at` (the whole column: one piece, ``base`` = ``starts`` = [0]).
+    the pieces of :func:`_value_at` (the whole column: one piece, ``base`` = ``starts`` = [0]); the intervals of
+    ID_p (sdc_methods_comparison_chapter.txt sec. 3, Interval Disclosure; docs/metrics.md ID_p).
 
     A wider window's ends lie at or beyond a narrower one's in the sorted column, so its values enclose the
     narrower one's: a value inside the window of one width is inside that of every wider one. Each record's
