@@ -18,7 +18,7 @@ from sdc_tasks.evaluation.measures import evaluate, evaluate_paths
 from sdc_tasks.files import write_json
 from sdc_tasks.metrics.finite import finite_metrics
 from sdc_tasks.report import metrics_table_rows
-from sdc_tasks.stats.exact_sum import exact_sums, product_sums
+from sdc_tasks.stats.exact_sum import BLOCK, exact_sums, product_sums
 from sdc_tasks.stats.moments import frame_moments, frame_spread
 
 FAMILIES = ("il", "pil", "dld", "pld", "id")
@@ -77,7 +77,7 @@ def test_exact_sum_of_any_split_is_the_exact_sum(values, cuts):
     assert got.values()[0] == expected
 
 
-@pytest.mark.parametrize("records", [1, 255, 256, 257, 1000])
+@pytest.mark.parametrize("records", [1, BLOCK - 1, BLOCK, BLOCK + 1, 4 * BLOCK - 3])
 def test_product_sums_are_the_exact_sums_of_the_rounded_products(records):
     """Each row (r, i, s, k) of a spec sums powers[r, t, i] * powers[s, t, k] over the records t (the factor alone
     where s = -1), each product rounded once as numpy rounds it and the sum exact: signs, magnitudes from
@@ -90,6 +90,18 @@ def test_product_sums_are_the_exact_sums_of_the_rounded_products(records):
     for (r, i, s, k), total in zip(spec, got.fractions()):
         terms = powers[r, :, i] * (powers[s, :, k] if s >= 0 else 1.0)
         assert total == exact(terms.tolist())
+
+
+def test_product_sums_of_full_bins_and_zeros_are_exact():
+    """A block of the largest significands of one exponent (each bin's most, with both signs), zeros beside
+    values of every magnitude and a block of subnormals: each sum equal to the exact sum of its terms."""
+    largest = np.nextafter(2.0, 0.0) * 2.0 ** np.array([-1022, -3, 0, 1000])
+    columns = [np.repeat(largest, BLOCK), -np.repeat(largest, BLOCK),
+               np.tile([0.0, -0.0, 1e-310, 1e300, 1.0, 0.0, 3e-200, -7.5], BLOCK // 2),
+               np.full(4 * BLOCK, 5e-324) * np.tile([1.0, 3.0, -2.0, 2.0 ** 50], BLOCK)]
+    powers = np.stack(columns, axis=1)[None]
+    got = product_sums(powers, np.array([[0, k, -1, 0] for k in range(4)]))
+    assert got.fractions() == [exact(c.tolist()) for c in columns]
 
 
 def test_exact_sum_flags_what_is_not_finite():

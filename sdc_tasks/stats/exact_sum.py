@@ -2,12 +2,12 @@
 
 Every finite double is an integer multiple of 2^-1074 (the smallest subnormal), below 2^2098 of them, so a
 sum of doubles is an integer in those units. Each sum is held as that integer, written in 67 signed 64-bit
-chunks of 32 bits (a small superaccumulator, as Neal's xsum, arXiv:1505.05571): a term's 53-bit significand
-lands, shifted by its exponent, on three consecutive chunks, with integer additions only, so no bit is ever
-rounded away. Two sums merge by adding their chunks, in any order and grouping with the same integer, and
-:meth:`ExactSums.values` rounds that integer once (correctly rounded, as ``math.fsum``). A term that is not
-finite (an overflowed product) makes its sum not finite, and a sum beyond the float range rounds to +-inf:
-never silently to a wrong number.
+chunks of 32 bits (a small superaccumulator, as Neal's xsum, arXiv:1505.05571): the terms' 53-bit significands
+are first added in one integer bin per exponent (his large superaccumulator), and each bin's total lands, shifted
+by its exponent, on three consecutive chunks, with integer additions only, so no bit is ever rounded away. Two
+sums merge by adding their chunks, in any order and grouping with the same integer, and :meth:`ExactSums.values`
+rounds that integer once (correctly rounded, as ``math.fsum``). A term that is not finite (an overflowed product)
+makes its sum not finite, and a sum beyond the float range rounds to +-inf: never silently to a wrong number.
 """
 
 from __future__ import annotations
@@ -36,29 +36,32 @@ def _normalize(chunks: np.ndarray) -> None:
 
 
 BATCH = 1 << 30
-"""Terms added between two normalizations: each adds below 2^32 to a chunk, so no int64 chunk can overflow."""
+"""Terms added between two normalizations: each adds below 2^32 to a chunk (a flushed bin, at most one per term,
+adds below 2^32 to each of its three chunks), so no int64 chunk can overflow."""
 
 
-BLOCK = 256
+BLOCK = 512
 """Records whose products are added one sum after another: each block's factors are gathered once, contiguous, and
-each sum's terms go to LANES partial chunk rows in turn, so that consecutive terms of one magnitude do not wait on
-each other's additions."""
-LANES = 4
+each sum's terms of the block are first added by exponent (:data:`SHIFTS` integer bins), then each bin touched to
+the chunks. A bin takes at most BLOCK significands below 2^53 between two such flushes: below 2^62, no int64 bin
+can overflow."""
+SHIFTS = 2046
+"""Binary exponents of a finite double's significand as an integer multiple of 2^-1074: 0 (subnormals) to 2045."""
 
 
 @numba.njit(cache=True, nogil=True)
 def _add_products(chunks: np.ndarray, special: np.ndarray, powers: np.ndarray, spec: np.ndarray) -> None:
     """Add, for every record t and every row (r, i, s, k) of ``spec``, the product powers[r, t, i] *
-    powers[s, t, k] (rounded once; s = -1: the factor powers[r, t, i] alone) to sum number row, exactly: the
-    product's signed significand m times 2^shift, in two's complement, is split into 32 + 32 bits and a signed
-    rest on three consecutive chunks (non-finite products are counted in ``special``). Records go in blocks of
-    BLOCK, each sum's terms of a block into LANES partial rows, whose chunks touched are added to the sum's after
-    the block."""
+    powers[s, t, k] (rounded once; s = -1: the factor powers[r, t, i] alone) to sum number row, exactly. A
+    product is its signed significand m times 2^shift (units of 2^-1074); within a block of BLOCK records the m
+    of each shift are added in the shift's integer bin (Neal's large superaccumulator, arXiv:1505.05571 sec. 3),
+    then each bin's total, in two's complement, is split into 32 + 32 bits and a signed rest on three consecutive
+    chunks (non-finite products are counted in ``special``; zeros add nothing)."""
     orders, records, columns = powers.shape
     factors = np.empty((orders, columns, BLOCK))
     row = np.empty(BLOCK)
     bits = row.view(np.int64)
-    lanes = np.zeros((LANES, CHUNKS), dtype=np.int64)
+    bins = np.zeros(SHIFTS, dtype=np.int64)
     for t0 in range(0, records, BLOCK):
         m = min(BLOCK, records - t0)
         for r in range(orders):
@@ -74,31 +77,33 @@ def _add_products(chunks: np.ndarray, special: np.ndarray, powers: np.ndarray, s
             else:
                 for u in range(m):
                     row[u] = first[u]
-            low, high = CHUNKS, 0
+            low, high = SHIFTS, -1
             for u in range(m):
                 b = bits[u]
                 exp = (b >> 52) & 0x7FF
-                mant = b & 0xFFFFFFFFFFFFF
                 if exp == 0x7FF:
                     special[a] += 1.0
                     continue
-                shift = np.int64(0)
+                mant = b & 0xFFFFFFFFFFFFF
+                shift = exp - 1
                 if exp > 0:
                     mant |= np.int64(1) << 52
-                    shift = exp - 1
+                elif mant == 0:  # a zero: left out, so it does not widen the range of bins flushed
+                    continue
+                else:
+                    shift = np.int64(0)
                 sign = b >> 63  # 0, or -1 for a negative product: negated without a branch
-                mant = (mant ^ sign) - sign
-                c = shift >> 5
-                s = shift & 31
-                low, high = min(low, c), max(high, c + 2)
-                j = u & (LANES - 1)
-                lanes[j, c] += (mant << s) & 0xFFFFFFFF
-                lanes[j, c + 1] += (mant >> (32 - s)) & 0xFFFFFFFF
-                lanes[j, c + 2] += (mant >> 32) >> (32 - s)
-            for j in range(LANES):
-                for c in range(low, high + 1):
-                    chunks[a, c] += lanes[j, c]
-                    lanes[j, c] = 0
+                bins[shift] += (mant ^ sign) - sign
+                low, high = min(low, shift), max(high, shift)
+            for shift in range(low, high + 1):
+                v = bins[shift]
+                if v != 0:
+                    bins[shift] = 0
+                    c = shift >> 5
+                    s = shift & 31
+                    chunks[a, c] += (v << s) & 0xFFFFFFFF
+                    chunks[a, c + 1] += (v >> (32 - s)) & 0xFFFFFFFF
+                    chunks[a, c + 2] += (v >> 32) >> (32 - s)
 
 
 @dataclass(frozen=True)
