@@ -204,6 +204,21 @@ def read_with_ids(path: str | Path, fmt: str, id_col: str, create_id: bool | Non
     return add_row_ids(ddf, id_col) if create else ddf
 
 
+def scratch_options(meta: pd.DataFrame) -> dict:
+    """pyarrow's writer options for Parquet a run writes for itself and reads back (the input's checkpoint, a
+    step's blocks, masked values and intermediate output, the evaluation's pairs), never published: LZ4, and
+    dictionary pages only for the columns that are not numbers (text and categories, whose values repeat). 1e7
+    generated records of 14 numeric columns on two workers: written in 3.0-3.5 s against 6.5-7.7 s with the
+    default Snappy and dictionaries, read as fast, 12 % smaller (docs/performance.md)."""
+    text = [str(c) for c in meta.columns if not pd.api.types.is_numeric_dtype(meta[c].dtype)]
+    return {"compression": "lz4", "use_dictionary": text or False}
+
+
+def write_scratch_parquet(ddf: dd.DataFrame, path: str | Path) -> None:
+    """:func:`write_parquet` with the options of Parquet a run reads back itself (:func:`scratch_options`)."""
+    write_parquet(ddf, path, **scratch_options(ddf._meta))
+
+
 def write_parquet(ddf: dd.DataFrame, path: str | Path, **options) -> None:
     """Write a Dask DataFrame as a Parquet dataset: one file per partition, deterministic names, no index;
     ``options``: pyarrow's writer options (compression, use_dictionary, ...).

@@ -25,7 +25,7 @@ from sdc_tasks.io import (
     read_input,
     read_table,
     read_with_ids,
-    write_parquet,
+    write_scratch_parquet,
 )
 from sdc_tasks.masking.rankswap import fewest_swapped_records
 from sdc_tasks.masking.suppression import largest_k
@@ -276,7 +276,7 @@ def load_checked(data: str | Path | dd.DataFrame, id_col: str, numeric: list[str
             source = held_in_process(source, path)
             ddf = add_row_ids(source, id_col) if create else source
         else:
-            write_parquet(source, checkpoint)
+            write_scratch_parquet(source, checkpoint)
             ddf = read_checkpoint(checkpoint, id_col, keep_partitions=input_format(path, fmt) == "csv")
         return ddf, _checked_facts(ddf, numeric, *args, weight=weight)
     except (UnicodeDecodeError, pd.errors.ParserError) as exc:  # met beyond the rows Dask sampled

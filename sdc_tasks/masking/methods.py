@@ -12,7 +12,7 @@ from typing import Any
 
 import dask.dataframe as dd
 
-from sdc_tasks.io import read_table, write_parquet
+from sdc_tasks.io import read_table, write_scratch_parquet
 from sdc_tasks.masking import apply as A
 from sdc_tasks.masking.household_outcome import HouseholdOutcome
 from sdc_tasks.masking.households import household_outcome, household_suppressed_records
@@ -37,7 +37,7 @@ def blocks_written(method: str, ddf: dd.DataFrame, variables: list[str], params:
     then; what the stage held is released once written. Returns the number of blocks."""
     with scratch_area("block", work_dir) as files:
         staged = block_for(method, ddf, variables, params, replace(ctx, work_dir=files))
-        write_parquet(staged.frame, work_dir / BLOCKS)
+        write_scratch_parquet(staged.frame, work_dir / BLOCKS)
         return staged.blocks
 
 
@@ -107,7 +107,7 @@ def masked_values_written(method: str, source: dd.DataFrame, variables: list[str
     """Run the mask stage of a step (:func:`mask_for`) and write its positions and masked values to MASKED_VALUES
     in the step's ``work_dir``, its own files kept in MASK_SCRATCH until then; returns the written directory."""
     out, scratch = work_dir / MASKED_VALUES, work_dir / MASK_SCRATCH
-    write_parquet(mask_for(method, source, variables, params, replace(ctx, work_dir=scratch)), out)
+    write_scratch_parquet(mask_for(method, source, variables, params, replace(ctx, work_dir=scratch)), out)
     shutil.rmtree(scratch, ignore_errors=True)
     return out
 

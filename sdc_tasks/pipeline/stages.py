@@ -17,7 +17,14 @@ import dask.dataframe as dd
 
 from sdc_tasks.evaluation.measures import evaluate
 from sdc_tasks.evaluation.profile import release_profile
-from sdc_tasks.io import parquet_row_counts, read_checkpoint, read_input, read_table, write_parquet
+from sdc_tasks.io import (
+    parquet_row_counts,
+    read_checkpoint,
+    read_input,
+    read_table,
+    write_parquet,
+    write_scratch_parquet,
+)
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
 from sdc_tasks.masking.methods import (
     BLOCKS,
@@ -169,7 +176,8 @@ def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     hidden = unpublished(spec) if last else []
     with scratch_area("restore", paths.work(i)) as files:
         staged = restore_order(step_source(spec, i, paths), masked, variables, files)
-        write_parquet(staged.frame.drop(columns=hidden) if hidden else staged.frame, target)
+        frame = staged.frame.drop(columns=hidden) if hidden else staged.frame
+        (write_parquet if last else write_scratch_parquet)(frame, target)
     return {"rows": int(sum(parquet_row_counts(target)))}
 
 
