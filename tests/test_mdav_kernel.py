@@ -12,14 +12,7 @@ from hypothesis import strategies as st
 from mdav_scan_reference import scan_mdav_labels
 
 from sdc_tasks.datasets import load_census
-from sdc_tasks.masking.mdav import (
-    _listed_by_radius,
-    _listed_most_distant,
-    _scan_labels,
-    _tree_labels,
-    mdav_groups,
-    microaggregate_block,
-)
+from sdc_tasks.masking.mdav import _scan_labels, _tree_labels, mdav_groups, microaggregate_block
 from sdc_tasks.masking.microaggregation import attribute_groups, group_means, sse
 
 
@@ -233,25 +226,3 @@ def test_the_column_scan_gives_the_row_scans_labels_on_census(k):
     np.testing.assert_array_equal(z, kept)
     np.testing.assert_array_equal(labels, scan_mdav_labels(z, k))
 
-
-@settings(max_examples=150, deadline=None)
-@given(seed=st.integers(0, 2**31), n=st.integers(1, 300), p=st.integers(1, 6), grid=st.booleans(),
-       shift=st.floats(-50, 50))
-def test_the_listed_search_finds_the_most_distant_record_of_a_scan(seed, n, p, grid, shift):
-    """The record most distant from any point, the lowest row among equal squared distances, from the remaining
-    records listed by distance from another point (the triangle bound): ties on a grid, removed records, a
-    reference far from the point asked about, the point itself a record."""
-    rng = np.random.default_rng(seed)
-    z = rng.integers(-3, 4, (n, p)).astype(float) if grid else rng.standard_normal((n, p)) * rng.uniform(0.1, 5, p)
-    alive = rng.random(n) < 0.7
-    assume(alive.any())
-    ref = z[alive].mean(axis=0) + shift * rng.standard_normal(p) / 10
-    radius, order = np.empty(n), np.empty(n, np.int64)
-    listed = _listed_by_radius(z, alive, ref, radius, order)
-    assert sorted(order[:listed].tolist()) == np.flatnonzero(alive).tolist()
-    for v in (z[alive].mean(axis=0), z[int(np.flatnonzero(alive)[-1])], ref + 3.0):
-        d = np.full(n, -1.0)
-        for i in np.flatnonzero(alive):  # summed left to right, as the kernels sum
-            d[i] = sum(((v[j] - z[i, j]) ** 2 for j in range(p)), 0.0)
-        found, measured = _listed_most_distant(v, z, alive, ref, radius, order, listed)
-        assert found == int(np.flatnonzero(d == d.max())[0]) and 1 <= measured <= alive.sum()

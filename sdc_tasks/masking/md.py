@@ -13,11 +13,12 @@ Sources:
 Tie rule (as in ``mdav``): equal squared distances are resolved to the lowest row index of the block; the most
 distant pair is the first in (row, row) order, so the grouping is a deterministic function of the row order.
 
-Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the questions are answered by a k-d tree that
-follows the removals and the most distant pair from upper bounds kept in a heap, refreshed cheaply before a tree
-search makes one exact; the groups are those of the scan kernel this replaced (tests/md_scan_reference.py),
-10x-25x fewer CPU seconds on 12,000-record blocks of 3-4 attributes and about 7x on 13 (whose farthest searches
-are bounded through the squared norms, ``remaining_tree.norm_bound``).
+Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the k-1 closest records are found by a k-d tree
+that follows the removals, the most distant pair from upper bounds kept in a heap, refreshed cheaply before a
+search makes one exact, and every most distant record from the rows listed by their distance from the block's
+average (``radius_list.listed_farthest``: the triangle inequality stops the scan after a few rows at the edge of
+the cloud); the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 13x-21x fewer CPU
+seconds on 12,000-record blocks of 3-4 attributes and about 10x on 13.
 """
 
 from __future__ import annotations
@@ -29,14 +30,8 @@ from sdc_tasks.indexed_heap import heap_fill, heap_rekey, heap_remove
 from sdc_tasks.kdtree import LEAF_SIZE, squared_distance
 from sdc_tasks.masking.checks import check_group_size_k, checked_block
 from sdc_tasks.masking.microaggregation import centroid, grouped_block
-from sdc_tasks.remaining_tree import (
-    farthest_point,
-    nearest_points,
-    reach_bound,
-    remaining_tree,
-    remove_point,
-    with_squared_norms,
-)
+from sdc_tasks.radius_list import listed_farthest
+from sdc_tasks.remaining_tree import nearest_points, reach_bound, remaining_tree, remove_point, with_squared_norms
 
 # relative margin on the triangle-inequality bounds, far above their rounding error (a few units in the last
 # place of a squared distance), so that they stay upper bounds of every computed squared distance
@@ -54,12 +49,12 @@ def _centre_and_squared_radii(z):
     return c, squared
 
 
-def _block_geometry(z: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray]:
+def _block_geometry(z: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.ndarray, np.ndarray]:
     """The block's rows in its principal axes (the eigenvectors of its scatter matrix about the average record c);
     the slack that covers the rounding between squared distances there and in ``z`` and that of the bounds through
     the squared norms (``remaining_tree.norm_bound``, at most about (2p + 2) eps 4 max_i |z_i - c|^2 between rows of
-    the block), 1e-9 (1 + max_i |z_i - c|^2), many orders of magnitude above both; each row's distance |z_i - c|;
-    and the rows by decreasing distance.
+    the block), 1e-9 (1 + max_i |z_i - c|^2), many orders of magnitude above both; c; each row's distance
+    |z_i - c|; and the rows by decreasing distance (``radius_list.listed_farthest`` reads them).
 
     The k-d tree's boxes are drawn in the principal axes, which fit correlated attributes more tightly (13
     Census-like attributes: about 1.8x fewer seconds per block); every distance the groups depend on is still
@@ -70,7 +65,7 @@ def _block_geometry(z: np.ndarray) -> tuple[np.ndarray, float, np.ndarray, np.nd
     axes = np.linalg.eigh(centered.T @ centered)[1]
     slack = 1e-9 * (1.0 + squared.max())
     radius = np.sqrt(squared)
-    return np.ascontiguousarray(centered @ axes), slack, radius, np.argsort(-radius)
+    return np.ascontiguousarray(centered @ axes), slack, c, radius, np.argsort(-radius)
 
 
 @numba.njit(cache=True, nogil=True)
@@ -87,15 +82,16 @@ def _cheap_reach(y, slack, row, radius, by_radius, cursor, tree):
 
 
 @numba.njit(cache=True, nogil=True)
-def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_radius, cursor):
+def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, c, radius, by_radius, cursor):
     """The lower-indexed end of the most distant remaining pair (the first such pair in (row, row) order): the
     lowest row whose most distant other remaining row is at the largest distance.
 
     ``reach`` holds upper bounds (removing rows never makes a row's farthest partner farther), exact while the
     partner found for the row remains; the heap keeps the rows by bound, the lowest row first among equal ones.
-    The row on top is refreshed with ``_cheap_reach`` or, when that does not lower it, made exact by a tree
-    search, until an exact one is on top: then no row can exceed it or equal it with a lower index."""
-    perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
+    The row on top is refreshed with ``_cheap_reach`` or, when that does not lower it, made exact by a search of
+    the rows listed by their distance from the block's average ``c`` (``radius_list.listed_farthest``), until an
+    exact one is on top: then no row can exceed it or equal it with a lower index."""
+    alive = tree[7]
     order, where, size = heap
     while True:
         row = order[0]
@@ -106,7 +102,7 @@ def _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_rad
         if cheap < reach[row]:
             reach[row] = cheap
         else:
-            far = farthest_point(z[row], y[row], slack, row, z, perm, start, stop, left, right, alive, count, lo, hi)
+            far = listed_farthest(z[row], row, z, alive, c, radius, by_radius, z.shape[0], cursor)[0]
             reach[row], partner[row], exact[row] = squared_distance(z[row], z, far), far, True
         heap_rekey(order, where, reach, row, size[0])
 
@@ -127,17 +123,18 @@ def _group_around(z, y, boxes, slack, c, k, g, labels, members, tree, heap, reac
 
 
 @numba.njit(cache=True, nogil=True)
-def _md_labels(z, k, y, slack, radius, by_radius):
-    """MD group labels 0..g-1 in order of formation, each question answered by a k-d tree that follows the
-    removals (sdc_tasks.remaining_tree), its boxes in the principal axes with the squared norms there: the most
-    distant pair from bounds kept in a heap (``_diameter_end``), the k-1 closest and the most distant record from
-    x_r by tree searches; ties to the lowest row, as a scan of the rows in order breaks them. ``y, slack, radius,
-    by_radius``: the block's geometry (``_block_geometry``)."""
+def _md_labels(z, k, y, slack, c, radius, by_radius):
+    """MD group labels 0..g-1 in order of formation: the most distant pair from bounds kept in a heap
+    (``_diameter_end``), the k-1 closest by a k-d tree that follows the removals (sdc_tasks.remaining_tree), its
+    boxes in the principal axes with the squared norms there, and the most distant record from x_r from the rows
+    listed by their distance from the block's average (``radius_list.listed_farthest``); ties to the lowest row,
+    as a scan of the rows in order breaks them. ``y, slack, c, radius, by_radius``: the block's geometry
+    (``_block_geometry``)."""
     n = z.shape[0]
     labels = np.full(n, -1, np.int64)
     boxes = with_squared_norms(y)
     tree = remaining_tree(boxes, np.int64(LEAF_SIZE))
-    perm, start, stop, left, right, alive, count, lo, hi = tree[0], tree[1], tree[2], tree[3], tree[4], *tree[7:]
+    alive = tree[7]
     cursor = np.zeros(1, np.int64)
     reach = np.empty(n)
     for i in range(n):
@@ -150,13 +147,13 @@ def _md_labels(z, k, y, slack, radius, by_radius):
     m, g = n, np.int64(0)
     while m >= 2 * k:
         pair = m >= 3 * k
-        r = _diameter_end(z, y, slack, tree, heap, reach, exact, partner, radius, by_radius, cursor)
+        r = _diameter_end(z, y, slack, tree, heap, reach, exact, partner, c, radius, by_radius, cursor)
         _group_around(z, y, boxes, slack, r, k, g, labels, members, tree, heap, reach)
         m -= k
         g += 1
         if not pair:
             break
-        s = farthest_point(z[r], y[r], slack, np.int64(-1), z, perm, start, stop, left, right, alive, count, lo, hi)
+        s = listed_farthest(z[r], np.int64(-1), z, alive, c, radius, by_radius, n, cursor)[0]
         _group_around(z, y, boxes, slack, s, k, g, labels, members, tree, heap, reach)
         m -= k
         g += 1

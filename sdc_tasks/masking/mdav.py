@@ -14,12 +14,16 @@ from __future__ import annotations
 import numba
 import numpy as np
 
-from sdc_tasks.kdtree import LEAF_SIZE, squared_distance
+from sdc_tasks.kdtree import LEAF_SIZE
 from sdc_tasks.masking.checks import check_group_size_k, checked_block
 from sdc_tasks.masking.microaggregation import grouped_block
+from sdc_tasks.radius_list import listed_by_radius, listed_farthest
 from sdc_tasks.remaining_tree import insert_nearest, nearest_points, remaining_tree, remove_point
 
 TREE_MAX_ATTRIBUTES = 5
+REBUILD_SCANS = 64
+"""A farthest-from-average search that computes more distances than this lists the remaining records again around
+the average it was asked for (``radius_list.listed_by_radius``), so the next searches measure few."""
 
 
 @numba.njit(cache=True, nogil=True)
@@ -121,9 +125,9 @@ def _scan_labels(z, k):
     The block is held twice, by rows (for the average record, summed in row order) and by attributes (for the
     distances, four attributes per pass). A grouped row is only marked removed; the remaining rows are moved to
     the front, in order, when an eighth of the scanned span is removed. The record most distant from the average
-    is found from the remaining rows listed by their distance from a reference point (:func:`_listed_most_distant`,
-    listed again after each compaction), the distances to x_r that chose its group choose x_s (survey, MDAV step
-    2: x_s is the record most distant from x_r). The groups are
+    is found from the remaining rows listed by their distance from a reference point
+    (``radius_list.listed_farthest``, listed again after each compaction), the distances to x_r that chose its
+    group choose x_s (survey, MDAV step 2: x_s is the record most distant from x_r). The groups are
     those of a scan over a compacted list of the remaining rows (the kernel before,
     tests/mdav_scan_reference.py), to the bit: 0.43 s instead of 0.95 s for 16,667 records of 13 attributes.
     """
@@ -145,13 +149,13 @@ def _scan_labels(z, k):
     dist_of = np.empty(k)
     span, m, g = n, n, np.int64(0)
     ref, radius, order = _alive_centroid(rows, alive, span, m), np.empty(n), np.empty(n, np.int64)
-    listed = _listed_by_radius(rows, alive, ref, radius, order)
+    listed, head = listed_by_radius(rows, alive, ref, radius, order), np.zeros(1, np.int64)
     while m >= 2 * k:
         average = _alive_centroid(rows, alive, span, m)
-        r, measured = _listed_most_distant(average, rows, alive, ref, radius, order, listed)
+        r, measured = listed_farthest(average, np.int64(-1), rows, alive, ref, radius, order, listed, head)
         if measured > REBUILD_SCANS:
             ref = average
-            listed = _listed_by_radius(rows, alive, ref, radius, order)
+            listed, head[0] = listed_by_radius(rows, alive, ref, radius, order), 0
         _form_group(r, cols, span, alive, k, g, labels, row_of, d, v, members, dist_of)
         m, g = m - k, g + 1
         if m < 2 * k:
@@ -161,7 +165,7 @@ def _scan_labels(z, k):
         m, g = m - k, g + 1
         if 8 * (span - m) > span:
             span = _compacted(rows, cols, row_of, alive, span)
-            listed = _listed_by_radius(rows, alive, ref, radius, order)
+            listed, head[0] = listed_by_radius(rows, alive, ref, radius, order), 0
     for a in range(span):
         if alive[a]:
             labels[row_of[a]] = g
@@ -194,65 +198,11 @@ def _remaining_sums(z, alive):
     return sums
 
 
-REBUILD_SCANS = 64
-"""A farthest-from-average search that computes more distances than this lists the remaining records again around
-the average it was asked for (:func:`_listed_by_radius`), so the next searches scan few."""
-RADIUS_SLACK = 1e-9
-"""Relative widening of the triangle bounds of :func:`_listed_most_distant`, far above the rounding of the distances
-they are computed from (a few units of 2^-53), so no record that could be the farthest is left out."""
-
-
-@numba.njit(cache=True, nogil=True)
-def _listed_by_radius(z, alive, ref, radius, order):
-    """List the remaining records by decreasing distance from ``ref``: ``radius[i]`` the distance of record i,
-    ``order[:count]`` the records; returns count."""
-    count = 0
-    for i in range(z.shape[0]):
-        if alive[i]:
-            radius[i] = np.sqrt(squared_distance(ref, z, i))
-            order[count] = i
-            count += 1
-    keys = np.empty(count)
-    for a in range(count):
-        keys[a] = -radius[order[a]]
-    order[:count] = order[:count][np.argsort(keys)]
-    return count
-
-
-@numba.njit(cache=True, nogil=True)
-def _listed_most_distant(v, z, alive, ref, radius, order, count):
-    """(the remaining record most distant from ``v``, the lowest row index among ties; how many distances were
-    computed), from the records listed by decreasing distance r_i from ``ref`` (:func:`_listed_by_radius`). By the
-    triangle inequality no record is farther from ``v`` than r_i + |v - ref|, so the scan stops at the first record
-    whose bound (widened by RADIUS_SLACK) is below the largest squared distance found: every record that could be
-    the farthest, or tie with it, has been measured, with ``squared_distance`` as the tree's search measures
-    (survey, MDAV steps 1, 2, 5a, 5b: the record a k-d tree's farthest-point search or a scan of every record
-    gives)."""
-    gap = 0.0
-    for j in range(v.shape[0]):
-        diff = v[j] - ref[j]
-        gap += diff * diff
-    drift = np.sqrt(gap)
-    best, best_i, measured = -1.0, np.int64(-1), np.int64(0)
-    for a in range(count):
-        i = order[a]
-        if not alive[i]:
-            continue
-        reach = radius[i] + drift
-        if reach * reach * (1.0 + RADIUS_SLACK) + 1e-290 < best:
-            break
-        measured += 1
-        dist = squared_distance(v, z, i)
-        if dist > best or (dist == best and i < best_i):
-            best, best_i = dist, i
-    return best_i, measured
-
-
 @numba.njit(cache=True, nogil=True)
 def _tree_labels(z, k):
     """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6): each group's
     k-1 closest records found by a k-d tree search, the most distant records (from the average, then from x_r)
-    from the remaining records listed by their distance from a reference point (:func:`_listed_most_distant`: a
+    from the remaining records listed by their distance from a reference point (``radius_list.listed_farthest``: a
     few distances where the tree's search computed a hundred or more and opened as many boxes; 12,500 records of
     3 attributes 0.06 -> 0.04 s, the same labels).
 
@@ -271,23 +221,23 @@ def _tree_labels(z, k):
     members = np.empty(k, np.int64)
     sums = _remaining_sums(z, alive)
     ref, radius, order = sums / n, np.empty(n), np.empty(n, np.int64)
-    listed = _listed_by_radius(z, alive, ref, radius, order)
+    listed, head = listed_by_radius(z, alive, ref, radius, order), np.zeros(1, np.int64)
     m, fresh_at, g = n, n, np.int64(0)
     while m >= 2 * k:
         if 2 * m <= fresh_at:
             sums, fresh_at = _remaining_sums(z, alive), m
         pair = m >= 3 * k
         average = sums / m
-        r, measured = _listed_most_distant(average, z, alive, ref, radius, order, listed)
+        r, measured = listed_farthest(average, np.int64(-1), z, alive, ref, radius, order, listed, head)
         if measured > REBUILD_SCANS:
             ref = average
-            listed = _listed_by_radius(z, alive, ref, radius, order)
+            listed, head[0] = listed_by_radius(z, alive, ref, radius, order), 0
         _tree_group_around(z, r, k, g, labels, members, sums, tree)
         m -= k
         g += 1
         if not pair:
             break
-        s = _listed_most_distant(z[r], z, alive, ref, radius, order, listed)[0]
+        s = listed_farthest(z[r], np.int64(-1), z, alive, ref, radius, order, listed, head)[0]
         _tree_group_around(z, s, k, g, labels, members, sums, tree)
         m -= k
         g += 1
