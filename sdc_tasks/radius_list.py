@@ -1,14 +1,15 @@
 """The remaining point farthest from a vector, from the points listed by their distance from a reference point.
 
 MDAV and MD (masking/mdav.py, masking/md.py) ask again and again for the remaining record most distant from a
-vector: the average record, or a record at the edge of the cloud. By the triangle inequality no point lies
-farther from v than r_i + |v - ref|, r_i its distance from the reference point ref. With the points listed by
-decreasing r_i, a scan from the top measures points until the bound of the next one falls below the largest
-squared distance found: near the edge of the cloud that is a few points, where a k-d tree's farthest-point search
-computes a hundred or more distances and bounds as many boxes. The answer is a scan's of every point: the
-distances are ``kdtree.squared_distance``'s, ties go to the lowest index, and the bounds are widened by
-RADIUS_SLACK, far above the rounding of the distances they come from (a few units of 2^-53), so no point that
-could be the farthest, or tie with it, is left out.
+vector: the average record, or a record at the edge of the cloud (statistical_databases_survey.txt,
+Microaggregation (MDAV), steps 1, 2 and 5; MD's most distant pair, sdc_methods_comparison_chapter.txt sec. 2).
+By the triangle inequality no point lies farther from v than r_i + |v - ref|, r_i its distance from the
+reference point ref. With the points listed by decreasing r_i, a scan from the top measures points until the
+bound of the next one falls below the largest squared distance found: near the edge of the cloud that is a few
+points, where a k-d tree's farthest-point search computes a hundred or more distances and bounds as many boxes.
+The answer is a scan's of every point: the distances are ``kdtree.squared_distance``'s, ties go to the lowest
+index, and the bounds are widened by RADIUS_SLACK, far above the rounding of the distances they come from (a few
+units of 2^-53), so no point that could be the farthest, or tie with it, is left out.
 """
 
 from __future__ import annotations
