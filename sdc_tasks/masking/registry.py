@@ -151,10 +151,11 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "sdc_methods_comparison_chapter.txt sec. 2, Microaggregation (Mic2mul k .. Micmul k; Domingo-Ferrer "
            "and Mateo-Sanz 2002)",
            {"k": 3, "block_size": 100},
-           "per block, as mdav; a k-d tree that follows the removals answers each question, the most distant "
-           "pair from upper bounds kept in a heap: about 0.2 CPU-s per 12,000-record block of 3-4 attributes "
-           "(10x-25x the scan kernel it replaced, same groups) and 1.3 s for all 13 (about 7x), so Mic3mul k = 3 "
-           "on 1e6 records is 1-1.5 CPU-minutes of kernel (benchmarks/microaggregation_kernels.py, "
+           "per block, as mdav; the most distant pair from upper bounds kept in a heap, each most distant record "
+           "from the rows listed by distance from the block's average, the k-1 closest from a k-d tree that "
+           "follows the removals: 0.1-0.17 CPU-s per 12,000-record block of 3-4 attributes (12x-24x the scan "
+           "kernel it replaced, same groups) and about 0.6 s for all 13 (about 10x); Mic3mul k = 3 on 1e6 "
+           "generated records in about 66 s as a 2-worker `sdc mask` (benchmarks/microaggregation_kernels.py, "
            "docs/performance.md)",
            block=BlockPlan("principal", 2)),
     Method("mdav_variable", MdavVariableParams, "blocked", "vmdav_on_block",
