@@ -1,10 +1,12 @@
-"""A k-d tree over a shrinking set of points: the farthest and the k nearest of the points still remaining.
+"""A k-d tree over a shrinking set of points: the k nearest of the points still remaining, and bounds on the
+farthest.
 
-MDAV (statistical_databases_survey.txt, Microaggregation (MDAV), steps 1-5) asks, again and again, for the
-remaining record most distant from a vector and for the k-1 remaining records closest to a record, then removes a
-group of k records. A linear scan per question costs O(b^2 / k) distance computations for a block of b records;
-searching a k-d tree whose node counts and bounding boxes follow the removals answers each question in about
-O(log b) leaves for few attributes, with the same answers.
+MDAV and MD (statistical_databases_survey.txt, Microaggregation (MDAV), steps 1-5; masking/md.py) ask, again and
+again, for the k-1 remaining records closest to a record, then remove a group of k records. A linear scan per
+question costs O(b) distance computations for a block of b records; searching a k-d tree whose node counts and
+bounding boxes follow the removals answers each question in about O(log b) leaves for few attributes, with the
+same answers. (Their most distant records come from a list by radius, sdc_tasks/radius_list.py; MD bounds a
+row's farthest partner by the remaining points' box, ``reach_bound``.)
 
 Exactness: bounds are summed coordinate by coordinate in the order ``kdtree.squared_distance`` sums, each term
 rounding no further than the point's own term, so a box is pruned only when none of its points can beat (or tie
@@ -140,47 +142,6 @@ def reach_bound(q_box, lo, hi, node, slack):
 
 
 @numba.njit(cache=True, nogil=True)
-def farthest_point(q, q_box, slack, skip, points, perm, start, stop, left, right, alive, count, lo, hi):
-    """Index of the remaining point other than ``skip`` (-1: none skipped) most distant from ``q`` (squared
-    Euclidean distance to ``points``), the lowest index among equally distant ones; -1 when none remains.
-
-    The boxes may be in other coordinates than ``points`` (a rotation of them, see ``remaining_tree``, with the
-    squared norms or not, see ``with_squared_norms``): ``q_box`` is ``q`` in those coordinates and each box bound
-    is widened by ``slack`` to cover the rounding between the two (``reach_bound``; ``q_box`` = ``q`` and slack 0
-    when the boxes are of ``points`` themselves). Boxes are visited largest bound first, each child's bound
-    computed once and kept on the stack beside it; a box whose bound is below the best point found is not
-    opened."""
-    best, best_i = -1.0, -1
-    nodes = np.zeros(STACK_DEPTH, dtype=np.int64)
-    bounds = np.empty(STACK_DEPTH)
-    bounds[0] = np.inf
-    top = 1 if count[0] > 0 else 0
-    while top > 0:
-        top -= 1
-        node = nodes[top]
-        if bounds[top] < best:
-            continue
-        if left[node] < 0:
-            for a in range(start[node], stop[node]):
-                i = perm[a]
-                if alive[i] and i != skip:
-                    dist = squared_distance(q, points, i)
-                    if dist > best or (dist == best and i < best_i):
-                        best, best_i = dist, i
-            continue
-        a, b = left[node], right[node]
-        bound_a = reach_bound(q_box, lo, hi, a, slack) if count[a] > 0 else -1.0
-        bound_b = reach_bound(q_box, lo, hi, b, slack) if count[b] > 0 else -1.0
-        if bound_a < bound_b:
-            a, b, bound_a, bound_b = b, a, bound_b, bound_a
-        for child, bound in ((b, bound_b), (a, bound_a)):
-            if bound >= best and bound >= 0.0:
-                nodes[top], bounds[top] = child, bound
-                top += 1
-    return best_i
-
-
-@numba.njit(cache=True, nogil=True)
 def insert_nearest(dist, i, dist_of, out, filled, kk):
     """Put candidate ``i`` at squared distance ``dist`` into the buffer of the ``kk`` nearest so far (``out`` and
     ``dist_of``, ``filled`` of them, in (distance, index) order); returns the new number held."""
@@ -198,7 +159,7 @@ def insert_nearest(dist, i, dist_of, out, filled, kk):
 def nearest_points(c, kk, out, points, coords, slack, perm, start, stop, left, right, alive, count, lo, hi):
     """The ``kk`` remaining points other than ``c`` nearest to point ``c``, in (squared distance, index) order,
     into ``out[:kk]`` (fewer when fewer remain: returns how many). The boxes are of ``coords`` (``points`` or a
-    rotation of them), their bounds narrowed by ``slack`` as ``farthest_point`` widens them."""
+    rotation of them), their bounds narrowed by ``slack`` as ``reach_bound`` widens them."""
     if kk <= 0:
         return 0
     q = points[c]

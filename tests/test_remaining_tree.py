@@ -1,6 +1,6 @@
-"""The k-d tree over a shrinking set of points against brute force: after any removals, the farthest remaining
-point from a vector and the nearest remaining points to a point, ties to the lowest index, with boxes in the
-points' coordinates, in a rotation of them, and with the squared norms as one more coordinate."""
+"""The k-d tree over a shrinking set of points against brute force: after any removals, the bound on the farthest
+remaining point from a vector and the nearest remaining points to a point, ties to the lowest index, with boxes in
+the points' coordinates, in a rotation of them, and with the squared norms as one more coordinate."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from sdc_tasks.kdtree import squared_distance
 from sdc_tasks.remaining_tree import (
     far_bound,
-    farthest_point,
     nearest_points,
     norm_bound,
+    reach_bound,
     remaining_tree,
     remove_point,
     with_squared_norms,
@@ -43,16 +43,10 @@ def test_searches_match_brute_force_after_removals(seed, n, p, tied, removed, kk
     rows = np.flatnonzero(alive)
     assert count[0] == len(rows)
     q = rng.standard_normal(p) if not tied else rng.integers(0, 3, size=p).astype(float)
-    d = ((z[rows] - q) ** 2).sum(axis=1)
-    far = rows[np.lexsort((rows, -d))][0]
-    q_box = q @ rotation
-    assert farthest_point(q, q_box, slack, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == far
+    d = np.array([squared_distance(q, z, i) for i in rows])
+    assert reach_bound(q @ rotation, lo, hi, np.int64(0), slack) >= d.max()  # the root's box holds every one left
     c = rows[rng.integers(len(rows))]
     others = rows[rows != c]
-    if len(others):  # the farthest from a remaining point other than itself
-        d_c = ((z[others] - z[c]) ** 2).sum(axis=1)
-        far_c = others[np.lexsort((others, -d_c))][0]
-        assert farthest_point(z[c], coords[c], slack, c, z, perm, start, stop, left, right, alive, count, lo, hi) == far_c
     want = _brute_order(((z[others] - z[c]) ** 2).sum(axis=1), others)[:kk]
     out = np.empty(kk, dtype=np.int64)
     got = nearest_points(c, kk, out, z, coords, slack, perm, start, stop, left, right, alive, count, lo, hi)
@@ -65,10 +59,12 @@ def test_removing_every_point_empties_the_tree():
     perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi = remaining_tree(z, 4)
     for i in range(19):
         remove_point(i, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
-    assert farthest_point(np.zeros(2), np.zeros(2), 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == 19
+    np.testing.assert_array_equal(lo[0], z[19])  # the root's box shrank to the one point left
+    np.testing.assert_array_equal(hi[0], z[19])
+    out = np.empty(1, dtype=np.int64)
+    assert nearest_points(19, 1, out, z, z, 0.0, perm, start, stop, left, right, alive, count, lo, hi) == 0
     remove_point(19, z, perm, start, stop, left, right, parent, leaf_of, alive, count, lo, hi)
-    assert count[0] == 0
-    assert farthest_point(np.zeros(2), np.zeros(2), 0.0, -1, z, perm, start, stop, left, right, alive, count, lo, hi) == -1
+    assert count[0] == 0 and not alive.any()
 
 
 @settings(max_examples=60, deadline=None)

@@ -17,7 +17,7 @@ Speed (benchmarks/microaggregation_kernels.py, docs/performance.md): the k-1 clo
 that follows the removals, the most distant pair from upper bounds kept in a heap, refreshed cheaply before a
 search makes one exact, and every most distant record from the rows listed by their distance from the block's
 average (``radius_list.listed_farthest``: the triangle inequality stops the scan after a few rows at the edge of
-the cloud); the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 13x-21x fewer CPU
+the cloud); the groups are those of the scan kernel this replaced (tests/md_scan_reference.py), 12x-24x fewer CPU
 seconds on 12,000-record blocks of 3-4 attributes and about 10x on 13.
 """
 
