@@ -129,12 +129,24 @@ def _interrupt(signum: int, frame) -> None:
     raise Interrupted(signum)
 
 
+def _dropped_signal(exc: BaseException) -> int | None:
+    """The stop signal a signal handler's exception stands for: Interrupted's, or that of a handler installed over
+    the command's for a while, whose exception is no Exception and carries the signal as ``signal`` (Prefect's
+    TerminationSignal while a flow runs); None for any other exception."""
+    if isinstance(exc, Interrupted):
+        return exc.signum
+    signum = getattr(exc, "signal", None)
+    if not isinstance(exc, Exception) and isinstance(signum, int) and signum in STOP_SIGNALS:
+        return int(signum)
+    return None
+
+
 class _Redelivery:
-    """An unraisable-exception hook for Interrupted, which Python could not raise in the main thread: a signal
-    handled while a finalizer or a garbage-collector callback ran there (Dask's GC diagnosis), where an exception is
-    reported as "Exception ignored" and dropped. The signal is sent to the main thread once more 50 ms later (out of
-    that callback, a blocking wait interrupted as by the first); any other unraisable exception goes to the hook
-    before."""
+    """An unraisable-exception hook for a stop signal's exception (:func:`_dropped_signal`), which Python could not
+    raise in the main thread: a signal handled while a finalizer or a garbage-collector callback ran there (Dask's
+    GC diagnosis), where an exception is reported as "Exception ignored" and dropped. The signal is sent to the
+    main thread once more 50 ms later (out of that callback, a blocking wait interrupted as by the first), to the
+    handler installed then; any other unraisable exception goes to the hook before."""
 
     def __init__(self, previous_hook: Callable[[Any], None]):
         self.previous_hook = previous_hook
@@ -143,11 +155,12 @@ class _Redelivery:
 
     def __call__(self, unraisable) -> None:
         """Schedule the dropped signal again, or pass the exception on."""
-        if not isinstance(unraisable.exc_value, Interrupted):
+        signum = _dropped_signal(unraisable.exc_value)
+        if signum is None:
             self.previous_hook(unraisable)
             return
-        signum = unraisable.exc_value.signum
-        signal.signal(signum, _interrupt)
+        if isinstance(unraisable.exc_value, Interrupted):  # the command's handler ignores the signals once it ran
+            signal.signal(signum, _interrupt)
         timer = threading.Timer(0.05, self._deliver, (signum,))
         timer.daemon = True
         with self.lock:

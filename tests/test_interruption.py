@@ -358,6 +358,37 @@ def test_a_signal_taken_inside_a_finalizer_still_stops_the_run(sig, capsys):
     assert "Exception ignored" not in capsys.readouterr().err
 
 
+def test_a_flow_handler_s_signal_taken_inside_a_finalizer_reaches_that_handler_again(capsys):
+    """While a flow runs, Prefect's SIGTERM handler replaces the command's and raises its TerminationSignal; taken
+    inside a garbage-collector callback (seen in a run of this suite: the release went on to publish, exit 0), it
+    is dropped, and the command's hook sends the signal again to the handler installed then."""
+    from prefect.exceptions import TerminationSignal
+    from prefect.utilities.engine import _prefect_sigterm_handler
+
+    from sdc_tasks.cli import _interruptible
+
+    class SignalledWhileFinalized:
+        def __del__(self):
+            os.kill(os.getpid(), signal.SIGTERM)
+            for _ in range(1000):  # the handler runs here, inside the finalizer
+                pass
+
+    previous = (signal.getsignal(signal.SIGTERM), sys.unraisablehook)
+    start = time.monotonic()
+    with pytest.raises(TerminationSignal) as stopped:
+        with _interruptible():
+            command_handler = signal.signal(signal.SIGTERM, _prefect_sigterm_handler)
+            try:
+                SignalledWhileFinalized()
+                time.sleep(10)  # a blocking wait, as for a cluster's results
+                pytest.fail("the run went on after the signal")
+            finally:
+                signal.signal(signal.SIGTERM, command_handler)
+    assert stopped.value.signal == signal.SIGTERM and time.monotonic() - start < 2
+    assert (signal.getsignal(signal.SIGTERM), sys.unraisablehook) == previous
+    assert "Exception ignored" not in capsys.readouterr().err
+
+
 def test_an_interrupted_run_does_not_report_the_tasks_its_tear_down_abandons(caplog):
     """After the stop signal, asyncio's "Task exception was never retrieved" (a comm handler of the stopping
     scheduler, seen once on a loaded machine) is dropped; asyncio's other records are kept."""
