@@ -118,6 +118,19 @@ def _compacted(rows, cols, row_of, alive, span):
 
 
 @numba.njit(cache=True, nogil=True)
+def _most_distant_from_average(average, points, alive, ref, radius, order, listed, head):
+    """(the remaining record most distant from ``average``, the lowest row among ties (survey, MDAV steps 1, 5a);
+    the reference point and the length of the list of remaining records by radius after the search), by
+    ``radius_list.listed_farthest``: a search that measures more than REBUILD_SCANS records lists them again around
+    ``average``."""
+    r, measured = listed_farthest(average, np.int64(-1), points, alive, ref, radius, order, listed, head)
+    if measured > REBUILD_SCANS:
+        ref = average
+        listed, head[0] = listed_by_radius(points, alive, ref, radius, order), 0
+    return r, ref, listed
+
+
+@numba.njit(cache=True, nogil=True)
 def _scan_labels(z, k):
     """MDAV group labels 0..g-1 in order of formation (survey, Microaggregation (MDAV), steps 1-6), each question
     answered by a scan of the remaining rows.
@@ -151,11 +164,8 @@ def _scan_labels(z, k):
     ref, radius, order = _alive_centroid(rows, alive, span, m), np.empty(n), np.empty(n, np.int64)
     listed, head = listed_by_radius(rows, alive, ref, radius, order), np.zeros(1, np.int64)
     while m >= 2 * k:
-        average = _alive_centroid(rows, alive, span, m)
-        r, measured = listed_farthest(average, np.int64(-1), rows, alive, ref, radius, order, listed, head)
-        if measured > REBUILD_SCANS:
-            ref = average
-            listed, head[0] = listed_by_radius(rows, alive, ref, radius, order), 0
+        r, ref, listed = _most_distant_from_average(_alive_centroid(rows, alive, span, m), rows, alive, ref, radius,
+                                                    order, listed, head)
         _form_group(r, cols, span, alive, k, g, labels, row_of, d, v, members, dist_of)
         m, g = m - k, g + 1
         if m < 2 * k:
@@ -227,11 +237,7 @@ def _tree_labels(z, k):
         if 2 * m <= fresh_at:
             sums, fresh_at = _remaining_sums(z, alive), m
         pair = m >= 3 * k
-        average = sums / m
-        r, measured = listed_farthest(average, np.int64(-1), z, alive, ref, radius, order, listed, head)
-        if measured > REBUILD_SCANS:
-            ref = average
-            listed, head[0] = listed_by_radius(z, alive, ref, radius, order), 0
+        r, ref, listed = _most_distant_from_average(sums / m, z, alive, ref, radius, order, listed, head)
         _tree_group_around(z, r, k, g, labels, members, sums, tree)
         m -= k
         g += 1
