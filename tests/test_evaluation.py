@@ -219,6 +219,33 @@ def test_same_metrics_on_one_two_and_four_workers(census, census_vars, dask_sche
                 assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
 
 
+def test_graphs_computed_a_few_at_a_time_on_a_cluster_give_the_same_metrics(census, census_vars, dask_scheduler,
+                                                                            monkeypatch):
+    """As for a large file: the key prefixes' linkage graphs and the variables' order measures submitted to the
+    cluster a few at a time, the next as one ends (scheduling.computed_within), give the metrics of one graph
+    computed on one thread."""
+    import sdc_tasks.evaluation.linkage_families as linkage_families
+    import sdc_tasks.evaluation.order_measures as order_measures
+    from sdc_tasks.cluster import dask_client
+
+    masked = noisy(census, census_vars, seed=9)
+
+    def evaluated() -> dict:
+        return evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3), "record_id",
+                        census_vars, census_vars[:7])
+
+    with dask.config.set(scheduler="synchronous"):
+        expected = evaluated()
+    for module in (linkage_families, order_measures):
+        monkeypatch.setattr(module, "one_graph", lambda values: False)
+    with dask_client(dask_scheduler):
+        split = evaluated()
+    assert {k for k in expected if k.startswith("DLD")} == {k for k in split if k.startswith("DLD")}
+    for key, value in expected.items():
+        if isinstance(value, float):
+            assert split[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
 def test_zipped_partitions_are_paired_only_where_their_ids_agree():
     """Same partition count, but one partition's records in another order: the pairing falls back to the join on
     the id, so every original value stands beside the masked value of its own id."""
