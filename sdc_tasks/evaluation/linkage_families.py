@@ -52,18 +52,19 @@ def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> An
 
 def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
-    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, each begun as soon as the memory of
-    those running and its own, taken as i + 1 values a record (its keys and a distance or an id), fits in
-    PREFIX_OVERLAP times the longest prefix's (``scheduling.computed_within``: the next prefix's tasks run on the
-    workers an ending prefix's last tasks leave idle), its cells in memory or in ``files`` (:func:`_spilled`); or
-    all in one graph when the file is small and kept in memory (``scheduling.one_graph``)."""
+    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, each begun as soon as its memory
+    and that of the prefixes still running fit in PREFIX_OVERLAP times the longest prefix's, a prefix's taken as
+    i + 2 values a record (the keys of both files, ids, distances and routed rows: about 40 (i + 2) bytes a
+    record), so the next prefix's tasks run on the workers an ending prefix's last tasks leave idle
+    (``scheduling.computed_within``), its cells in memory or in ``files`` (:func:`_spilled`); or all in one graph
+    when the file is small and kept in memory (``scheduling.one_graph``)."""
     pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
     if ctx.spill is None and one_graph(ctx.n * len(key_vars)):
         return np.array(dask.compute(*[graph(pair_parts, sizes, i + 1, None) for i in range(len(key_vars))]))
     return np.array(computed_within(
-        ((i + 2, _spilled(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files)))
-         for i in range(len(key_vars))), PREFIX_OVERLAP * (len(key_vars) + 1)))
+        ((i + 3, _spilled(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files)))
+         for i in range(len(key_vars))), PREFIX_OVERLAP * (len(key_vars) + 2)))
 
 
 def _linkable(ctx: ContinuousContext) -> bool:
