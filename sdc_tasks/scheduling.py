@@ -12,7 +12,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ContextManager, Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import dask
 import dask.dataframe as dd
@@ -64,47 +64,6 @@ def parallel_tasks() -> int:
         return 1
     return max(1, int(dask.config.get("num_workers", None) or os.cpu_count() or 1))
 
-
-
-def computed_within(graphs: Iterable[tuple[float, ContextManager[Any]]], budget: float) -> list:
-    """The computed values, in order, of the Dask collections that ``graphs``' context managers give, each with a
-    weight (the memory its data takes, in any unit), each context left once its collection is computed. On a
-    ``distributed`` client the next collection is submitted as soon as the weights of those running and its own
-    fit in ``budget`` (one at least): the scheduler runs the earlier submissions' tasks first, so the next
-    collection's tasks fill the workers that an ending one's last few tasks leave idle, while memory holds no
-    more than ``budget`` of their data. On Dask's local schedulers one after the other."""
-    client = _distributed_client()
-    if client is None:
-        values = []
-        for _, graph in graphs:
-            with graph as collection:
-                values.append(dask.compute(collection)[0])
-        return values
-    from distributed import wait
-
-    done: dict[int, Any] = {}
-    running: dict[Any, tuple[int, float, contextlib.ExitStack]] = {}
-
-    def collect_one() -> None:
-        for future in wait(list(running), return_when="FIRST_COMPLETED").done:
-            i, _, stack = running.pop(future)
-            with stack:
-                done[i] = future.result()
-
-    try:
-        for i, (weight, graph) in enumerate(graphs):
-            while running and sum(w for _, w, _ in running.values()) + weight > budget:
-                collect_one()
-            with contextlib.ExitStack() as stack:
-                future = client.compute(stack.enter_context(graph))
-                running[future] = (i, weight, stack.pop_all())
-        while running:
-            collect_one()
-    finally:
-        for future, (_, _, stack) in running.items():
-            future.cancel()
-            stack.close()
-    return [done[i] for i in range(len(done))]
 
 ONE_GRAPH_VALUES = 2**20
 """Work on at most this many values (records times variables) is computed as one graph even where a large file's

@@ -219,11 +219,10 @@ def test_same_metrics_on_one_two_and_four_workers(census, census_vars, dask_sche
                 assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
 
 
-def test_graphs_computed_a_few_at_a_time_on_a_cluster_give_the_same_metrics(census, census_vars, dask_scheduler,
-                                                                            monkeypatch):
-    """As for a large file: the key prefixes' linkage graphs and the variables' order measures submitted to the
-    cluster a few at a time, the next as one ends (scheduling.computed_within), give the metrics of one graph
-    computed on one thread."""
+def test_graphs_split_as_for_a_large_file_give_the_same_metrics_on_a_cluster(census, census_vars, dask_scheduler,
+                                                                             monkeypatch):
+    """As for a large file: the key prefixes' linkage graphs computed one after the other and the variables' order
+    measures a few at a time on the cluster give the metrics of one graph computed on one thread."""
     import sdc_tasks.evaluation.linkage_families as linkage_families
     import sdc_tasks.evaluation.order_measures as order_measures
     from sdc_tasks.cluster import dask_client

@@ -4,16 +4,14 @@
 :class:`~sdc_tasks.evaluation.continuous.ContinuousContext`.
 
 They need records paired by id (the ground truth of who is whom) and key variables; otherwise they compute
-nothing. Their graphs (linkage.py) are computed after the shared pass, key prefix after key prefix, a prefix's
-beside the one before only where both prefixes' data together take no more memory than PREFIX_OVERLAP times the
-longest prefix's alone.
+nothing. Their graphs (linkage.py) are computed after the shared pass, one key prefix after another, so that only
+one prefix's cells are in memory at a time.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 import dask
 import numpy as np
@@ -27,44 +25,28 @@ from sdc_tasks.evaluation.linkage import (
     published_probabilistic_linkage_graph,
 )
 from sdc_tasks.outputs import spill_area
-from sdc_tasks.scheduling import computed_within, one_graph
-
-PREFIX_OVERLAP = 1.25
-"""How much memory the linkage graphs of consecutive key prefixes computed at once may take, in times that of the
-longest prefix's alone: the 1e7-record evaluation's DLD_1..7 took 8.1 GiB in all processes with any two at once
-(6.2 GiB one at a time)."""
-
-
-@contextlib.contextmanager
-def _spilled(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Iterator[Any]:
-    """``graph(files)`` with its own directory for its tasks' results (task_graph.TaskGraph), removed when the
-    context ends: a new one in ``ctx.spill`` when the file is larger than the workers keep in memory; else None
-    (in memory)."""
-    with spill_area("linkage", ctx.spill) as files:
-        yield graph(files)
+from sdc_tasks.scheduling import one_graph
 
 
 def _computed(ctx: ContinuousContext, graph: Callable[[Path | None], Any]) -> Any:
-    """The value of ``graph(files)`` (:func:`_spilled`)."""
-    with _spilled(ctx, graph) as collection:
-        return dask.compute(collection)[0]
+    """The value of ``graph(files)`` computed with its own directory for its tasks' results (task_graph.TaskGraph):
+    a new one in ``ctx.spill``, removed after, when the file is larger than the workers keep in memory; else None
+    (in memory)."""
+    with spill_area("linkage", ctx.spill) as files:
+        return dask.compute(graph(files))[0]
 
 
 def _per_prefix(ctx: ContinuousContext, key_vars: list[str], graph) -> np.ndarray:
     """Summed (linked, linked to 2nd nearest) counts for the first i key variables, i = 1..m, shape (m, 2), from
-    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, each begun as soon as its memory
-    and that of the prefixes still running fit in PREFIX_OVERLAP times the longest prefix's, a prefix's taken as
-    i + 2 values a record (the keys of both files, ids, distances and routed rows: about 40 (i + 2) bytes a
-    record), so the next prefix's tasks run on the workers an ending prefix's last tasks leave idle
-    (``scheduling.computed_within``), its cells in memory or in ``files`` (:func:`_spilled`); or all in one graph
-    when the file is small and kept in memory (``scheduling.one_graph``)."""
+    ``graph(pair_parts, sizes, i, files)``: one blocked exact search per prefix, computed one after the other so
+    only one prefix's cells are in memory (or in ``files``, :func:`_computed`) at a time, or all in one graph when
+    the file is small and kept in memory (``scheduling.one_graph``)."""
     pair_parts = ctx.pairs.to_delayed()
     sizes = list(dask.compute(*[dask.delayed(len)(p) for p in pair_parts]))
     if ctx.spill is None and one_graph(ctx.n * len(key_vars)):
         return np.array(dask.compute(*[graph(pair_parts, sizes, i + 1, None) for i in range(len(key_vars))]))
-    return np.array(computed_within(
-        ((i + 3, _spilled(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files)))
-         for i in range(len(key_vars))), PREFIX_OVERLAP * (len(key_vars) + 2)))
+    return np.array([_computed(ctx, lambda files, i=i: graph(pair_parts, sizes, i + 1, files))
+                     for i in range(len(key_vars))])
 
 
 def _linkable(ctx: ContinuousContext) -> bool:

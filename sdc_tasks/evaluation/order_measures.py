@@ -16,7 +16,6 @@ by W, fall in (halos of any width, across as many partitions as W spans).
 
 from __future__ import annotations
 
-import contextlib
 import operator
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +41,7 @@ from sdc_tasks.metrics.risk import (
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import computed_within, one_graph, one_task_holds, parallel_tasks
+from sdc_tasks.scheduling import one_graph, one_task_holds, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
 from sdc_tasks.stats.order import SortedValues
 
@@ -253,18 +252,16 @@ def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame]
                    spill: Path | None = None) -> dict:
     """{variable: :class:`OrderMeasures`} of the paired records (``files``: the original and masked files, None
     when the pairs hold every record of both; ``sd``: each variable's original sd, for SDID): for files of at most
-    GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, one
-    more at a time than the scheduler runs tasks at once and the next as one ends, ``scheduling.computed_within``,
-    so that a worker holds about one variable's columns at a time and none waits for another's last task; all at
-    once where they are few, ``scheduling.one_graph``), else each sorted across the partitions, one variable at a time
+    GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, as many
+    at once as the scheduler runs tasks, so that a worker holds one variable's columns at a time; all at once where
+    they are few, ``scheduling.one_graph``), else each sorted across the partitions, one variable at a time
     (``spill``: see :func:`variable_order_measures`)."""
     if gathers(records):
         tasks = [dask.delayed(_gathered_measures)(
             pairs[[id_col, v, v + MASKED_SUFFIX]].to_delayed(),
             None if files is None else tuple(f[[v]].to_delayed() for f in files), id_col, v, sd[v], asked)
             for v in variables]
-        if one_graph(records * len(variables)):
-            return dict(zip(variables, dask.compute(*tasks)))
-        return dict(zip(variables, computed_within(((1, contextlib.nullcontext(t)) for t in tasks),
-                                                   parallel_tasks() + 1)))
+        at_once = max(1, len(tasks)) if one_graph(records * len(variables)) else parallel_tasks()
+        done = [m for i in range(0, len(tasks), at_once) for m in dask.compute(*tasks[i:i + at_once])]
+        return dict(zip(variables, done))
     return {v: variable_order_measures(pairs, files, id_col, v, sd[v], asked, spill) for v in variables}
