@@ -80,7 +80,7 @@ def chunked(refs: list, n: int) -> list[list]:
     large cluster, still routes in parallel). Every routing step moves one piece from each group to each cell, so
     the number of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the
     task's own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,448 tasks and about 6 s of
-    pure scheduling on the driver; in groups of 1,000,000 records 2,325 tasks, of 2,500,000 records 1,053 tasks
+    pure scheduling on the driver; in groups of 1,000,000 records 2,225 tasks, of 2,500,000 records 963 tasks
     and DLD_1..7 about 10 % sooner on two workers, docs/performance.md)."""
     groups = max(MIN_ROUTE_GROUPS, parallel_tasks())
     per = max(1, min((ROUTE_ROWS * len(refs)) // max(n, 1), math.ceil(len(refs) / groups)))
