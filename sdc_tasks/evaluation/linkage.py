@@ -37,11 +37,10 @@ from sdc_tasks.metrics import pld
 from sdc_tasks.metrics.risk import exact_distances, linkage_counts, linkage_credit, search_radius
 from sdc_tasks.metrics.spatial_blocks import Cell, SplitTree, make_cell, sample_mask, split_tree
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import parallel_tasks
 from sdc_tasks.task_graph import TaskGraph, TaskRef
 
 DEFAULT_CELL_ROWS = 250_000
-ROUTE_ROWS = 2_500_000
+ROUTE_ROWS = 1_000_000
 MIN_ROUTE_GROUPS = 4
 PLD_CELL_ROWS = 20_000
 SAMPLE_ROWS_PER_CELL = 4_000
@@ -75,15 +74,12 @@ def _standardized(parts: list[pd.DataFrame], columns: list[str], center: np.ndar
 
 def chunked(refs: list, n: int) -> list[list]:
     """Consecutive partitions grouped so that one group holds about ROUTE_ROWS of the ``n`` records (assuming
-    partitions of similar size), in at least MIN_ROUTE_GROUPS groups, and at least as many as the computation runs
-    tasks at once (``scheduling.parallel_tasks``), where there are that many partitions (so a small file, or a
-    large cluster, still routes in parallel). Every routing step moves one piece from each group to each cell, so
-    the number of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the
+    partitions of similar size), in at least MIN_ROUTE_GROUPS groups where there are that many partitions (so a
+    small file still routes in parallel). Every routing step moves one piece from each group to each cell, so the
+    number of tasks is (groups x cells) per step: grouping keeps the scheduler's work per task small beside the
     task's own (at 1e7 records in 40 partitions and 40 cells, a prefix of DLD had 8,448 tasks and about 6 s of
-    pure scheduling on the driver; in groups of 1,000,000 records 2,225 tasks, of 2,500,000 records 963 tasks
-    and DLD_1..7 about 10 % sooner on two workers, docs/performance.md)."""
-    groups = max(MIN_ROUTE_GROUPS, parallel_tasks())
-    per = max(1, min((ROUTE_ROWS * len(refs)) // max(n, 1), math.ceil(len(refs) / groups)))
+    pure scheduling on the driver)."""
+    per = max(1, min((ROUTE_ROWS * len(refs)) // max(n, 1), math.ceil(len(refs) / MIN_ROUTE_GROUPS)))
     return [refs[i:i + per] for i in range(0, len(refs), per)]
 
 
