@@ -47,6 +47,21 @@ def noisy(census, census_vars, seed=1):
     return m
 
 
+def assert_same_metrics(expected: dict, other: dict) -> None:
+    """Every float metric of ``expected`` equals ``other``'s to 1e-9 relative (1e-12 absolute)."""
+    for key, value in expected.items():
+        if isinstance(value, float):
+            assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+
+
+def evaluated_in_partitions(census, census_vars) -> dict:
+    """The default families' metrics of the Census file against its noisy copy (seed 9), in 4 and 3 partitions,
+    on the first 7 variables as keys, computed by the scheduler in use."""
+    masked = noisy(census, census_vars, seed=9)
+    return evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3), "record_id",
+                    census_vars, census_vars[:7])
+
+
 def test_full_battery_is_finite_and_partition_independent(census, census_vars):
     masked = noisy(census, census_vars)
     base = run(census, masked, census_vars)
@@ -55,9 +70,7 @@ def test_full_battery_is_finite_and_partition_independent(census, census_vars):
     assert base["pairing"] == "id"
     for parts, mparts in ((2, 2), (4, 3), (7, 1)):
         other = run(census, masked.sample(frac=1, random_state=parts), census_vars, parts, mparts)
-        for key, value in base.items():
-            if isinstance(value, float):
-                assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        assert_same_metrics(base, other)
 
 
 @pytest.mark.parametrize("rows", [None, slice(0, None, 2)], ids=["whole", "subset"])
@@ -200,23 +213,15 @@ def test_same_metrics_on_one_two_and_four_workers(census, census_vars, dask_sche
 
     from sdc_tasks.cluster import dask_client
 
-    masked = noisy(census, census_vars, seed=9)
-
-    def evaluated() -> dict:
-        return evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3), "record_id",
-                        census_vars, census_vars[:7])
-
     with dask.config.set(scheduler="synchronous"):
-        results = [evaluated()]
+        results = [evaluated_in_partitions(census, census_vars)]
     with dask_client(dask_scheduler):
-        results.append(evaluated())
+        results.append(evaluated_in_partitions(census, census_vars))
     with LocalCluster(n_workers=4, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
-        results.append(evaluated())
+        results.append(evaluated_in_partitions(census, census_vars))
     for other in results[1:]:
-        for key, value in results[0].items():
-            if isinstance(value, float):
-                assert other[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+        assert_same_metrics(results[0], other)
 
 
 def test_graphs_split_as_for_a_large_file_give_the_same_metrics_on_a_cluster(census, census_vars, dask_scheduler,
@@ -227,22 +232,14 @@ def test_graphs_split_as_for_a_large_file_give_the_same_metrics_on_a_cluster(cen
     import sdc_tasks.evaluation.order_measures as order_measures
     from sdc_tasks.cluster import dask_client
 
-    masked = noisy(census, census_vars, seed=9)
-
-    def evaluated() -> dict:
-        return evaluate(dd.from_pandas(census, npartitions=4), dd.from_pandas(masked, npartitions=3), "record_id",
-                        census_vars, census_vars[:7])
-
     with dask.config.set(scheduler="synchronous"):
-        expected = evaluated()
+        expected = evaluated_in_partitions(census, census_vars)
     for module in (linkage_families, order_measures):
         monkeypatch.setattr(module, "one_graph", lambda values: False)
     with dask_client(dask_scheduler):
-        split = evaluated()
+        split = evaluated_in_partitions(census, census_vars)
     assert {k for k in expected if k.startswith("DLD")} == {k for k in split if k.startswith("DLD")}
-    for key, value in expected.items():
-        if isinstance(value, float):
-            assert split[key] == pytest.approx(value, rel=1e-9, abs=1e-12), key
+    assert_same_metrics(expected, split)
 
 
 def test_zipped_partitions_are_paired_only_where_their_ids_agree():
