@@ -77,9 +77,8 @@ def test_value_order_is_lexsorts_permutation(values, tiebreak, large, monkeypatc
     """The (value, tiebreak) order is np.lexsort's to the row: no ties, runs of ties short and long, rows equal in
     both (kept in row order), NaN, infinities and signed zeros, integer values, MDAV-like groups of three equal
     values, forty long runs; integer, boolean, 8-bit and text tiebreaks; on both ways of ordering the tied runs
-    (the large columns' in place, forced here from one value)."""
-    if large:
-        monkeypatch.setattr(order_module, "LARGE_ORDER", 1)
+    (the large columns' in place, forced here from one value, and numpy's, forced for every size)."""
+    monkeypatch.setattr(order_module, "LARGE_ORDER", 1 if large else 2**62)
     rng = np.random.default_rng(11)
     for n in (0, 1, 2, 7, 300, 5000):
         v = {"spread": rng.normal(size=n), "few": rng.integers(0, 5, n).astype(float),
@@ -105,6 +104,27 @@ def test_radix_order_is_numpys_stable_argsort():
     for column in columns:
         assert np.array_equal(order_module._radix_order(column), np.argsort(column, kind="stable"))
     assert order_module._radix_order(np.empty(0)).size == 0
+
+
+def test_a_records_output_partition_is_the_number_of_splitters_at_or_below_it():
+    """Each (value, id) goes to the partition numbered by the splitters at or below it in (value, id) order, NaN
+    last and equal to NaN, -0.0 equal to 0.0: values tied with one splitter or a run of them (the id decides), with
+    none, below and above them all; no splitters at all."""
+    rng = np.random.default_rng(8)
+    keys = rng.choice([np.nan, -0.0, 0.0, 1.0, 2.5, 3.0, 7.0, -np.inf, np.inf], 4000)
+    keys[:500] = rng.normal(size=500)
+    ids = rng.integers(0, 60, keys.size)
+    split_keys = np.array([-1.0, 0.0, 0.0, 0.0, 1.0, 3.0, 3.0, np.inf, np.nan, np.nan])
+    split_ids = np.array([5, 10, 20, 30, 0, 7, 40, 3, 10, 50])
+
+    def at_or_below(key: float, rid: int, sk: float, sid: int) -> bool:
+        if np.isnan(sk) or np.isnan(key):
+            return np.isnan(key) and (not np.isnan(sk) or sid <= rid)
+        return sk < key or (sk == key and sid <= rid)
+
+    expected = [sum(at_or_below(k, i, sk, si) for sk, si in zip(split_keys, split_ids)) for k, i in zip(keys, ids)]
+    assert np.array_equal(global_order._bucket_numbers(keys, ids, split_keys, split_ids), expected)
+    assert np.array_equal(global_order._bucket_numbers(keys, ids, split_keys[:0], split_ids[:0]), np.zeros(4000))
 
 
 @pytest.mark.parametrize("written", [False, True])
