@@ -5,13 +5,15 @@ of the workers' memory are), and sorted through files (as larger files are: the 
 sort exchanged and kept in files of a work directory; sdc_tasks/evaluation/order_measures.py), on the same
 generated Census-like files, each on a fresh 2-worker LocalCluster.
 
-The masked file is the original with Gaussian noise of 0.1 sd on every variable (the memory of these measures
-does not depend on the masking method). Prints, per mode, the wall time and the peak RSS of the driver, of the
-largest worker and of all processes, and checks that the modes give the same metrics and profiles (the files
-mode joins nothing here, the files are zipped, so to the bit).
+The masked file is the original with Gaussian noise of 0.1 sd on every variable (``--masking noise``, the
+default: the memory of these measures does not depend on the masking method), or the original masked by ``sdc
+mask`` as scale_record.py's specs mask it (``--masking mdav``: groups of three records sharing their values, so
+nearly every masked value ties; ``--masking rankswap``). Prints, per mode, the wall time and the peak RSS of the
+driver, of the largest worker and of all processes, and checks that the modes give the same metrics and profiles
+(with the noise the files mode joins nothing, the files are zipped, so to the bit).
 
 Usage: python benchmarks/order_measures_memory.py [--rows 4000000] [--workers 2] [--modes gathered sorted files]
-[--json out.json]
+[--masking noise|mdav|rankswap] [--json out.json]
 Not part of the test suite.
 """
 
@@ -19,12 +21,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from evaluation_parts import MASKINGS
 from peak_memory import PeakRSS
 
 from sdc_tasks.evaluation import order_measures, pairing
@@ -78,6 +83,7 @@ def main() -> None:
     ap.add_argument("--rows", type=int, nargs="+", default=[4_000_000])
     ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
+    ap.add_argument("--masking", choices=["noise", *MASKINGS], default="noise", help="how the masked file is made")
     ap.add_argument("--json", type=Path, help="also write the figures here")
     args = ap.parse_args()
     out = []
@@ -85,9 +91,14 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             original, masked = Path(tmp) / "original", Path(tmp) / "masked"
             write_synthetic(original, rows, seed=7, rows_per_file=250_000)
-            frame = read_table(original, "parquet")
-            frame.map_partitions(_noisy, meta=frame._meta).to_parquet(masked, write_index=False)
-            print(f"rows={rows}", flush=True)
+            if args.masking == "noise":
+                frame = read_table(original, "parquet")
+                frame.map_partitions(_noisy, meta=frame._meta).to_parquet(masked, write_index=False)
+            else:
+                subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(original),
+                                *MASKINGS[args.masking], "--id-col", "record_id", "--seed", "1", "--out", str(masked)],
+                               check=True, stdout=subprocess.DEVNULL)
+            print(f"rows={rows}, masking {args.masking}", flush=True)
             runs = [measure(original, masked, args.workers, mode, Path(tmp) / "work") for mode in args.modes]
             same = all(metrics == runs[0][0] for metrics, _ in runs)
             print(f"  same metrics and profiles: {same}", flush=True)
