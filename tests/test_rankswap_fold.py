@@ -169,6 +169,37 @@ def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(record
     assert sorted(p.name for p in (tmp_path / "fold").iterdir()) == [MASKED_VALUES]  # the fold's files removed
 
 
+@pytest.mark.parametrize("stratified", [False, True])
+@pytest.mark.parametrize("ids", ["unique", "repeated", "text"])
+def test_the_sort_keys_order_is_lexsorts_by_scope_value_id_and_position(stratified, ids):
+    """The fold's order of its sort keys is np.lexsort's of (scope, value, id, position), rows equal in all four
+    in row order: tied values and signed zeros, unique, repeated and text ids, whole-key duplicates (a splitter
+    before the key it was sampled from) and the splitters' count of each key below it."""
+    from sdc_tasks.masking import fold
+    from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
+
+    rng = np.random.default_rng(4)
+    for n in (0, 1, 2, 300, 6000):
+        positions = rng.permutation(n).astype(np.int64)
+        rid = {"unique": positions * 7 + 3, "repeated": rng.integers(0, 40, n),
+               "text": np.array([f"r{i}" for i in rng.integers(0, 40, n)], dtype=object)}[ids]
+        keys = pd.DataFrame({SCOPE_COL: rng.integers(0, 3, n).astype(np.int64),
+                             VALUE_COL: rng.choice([0.0, -0.0, 1.5, 2.0, 7.25], n), "rid": rid, POS_COL: positions})
+        doubled = pd.concat([keys.iloc[: n // 10], keys], ignore_index=True)
+        for frame in (keys, doubled):
+            scope = (frame[SCOPE_COL].to_numpy(),) if stratified else ()
+            expected = np.lexsort((frame[POS_COL].to_numpy(), frame["rid"].to_numpy(), frame[VALUE_COL].to_numpy(),
+                                   *scope))
+            assert np.array_equal(fold._key_order(frame, "rid", stratified), expected)
+        splitters = keys.iloc[fold._key_order(keys, "rid", stratified)].iloc[:: 97].reset_index(drop=True)
+        keyed = [tuple(r) for r in splitters[[*([SCOPE_COL] if stratified else []), VALUE_COL, "rid", POS_COL]]
+                 .itertuples(index=False)]
+        records = [tuple(r) for r in keys[[*([SCOPE_COL] if stratified else []), VALUE_COL, "rid", POS_COL]]
+                   .itertuples(index=False)]
+        assert list(fold._key_ranges(keys, splitters, "rid", stratified)) == [sum(s <= r for s in keyed)
+                                                                              for r in records]
+
+
 def test_non_finite_value_named_by_variable_and_record(records, sync_dask, monkeypatch, tmp_path):
     bad = records.copy()
     bad.loc[1234, "smooth"] = np.inf

@@ -38,6 +38,7 @@ from sdc_tasks.blocking import offsets_of
 from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
+from sdc_tasks.stats.order import value_order
 
 ColumnFold = Callable[[np.ndarray, np.ndarray, int, int, dict, np.random.Generator, Any],
                       tuple[np.ndarray, np.ndarray, Any]]
@@ -89,11 +90,21 @@ def _sort_keys(part: pd.DataFrame, offset: int, var: str, id_col: str, strata: s
                          POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
 
 
-def _key_order(keys: pd.DataFrame, id_col: str, stratified: bool, extra: tuple = ()) -> np.ndarray:
-    """Row order of ``keys`` by (scope, value, id, position), then by ``extra`` keys (the scope left out when
-    there is one)."""
+def _key_order(keys: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
+    """Row order of ``keys`` by (scope, value, id, position), rows equal in all four in row order: the order of
+    (value, id) by :func:`~sdc_tasks.stats.order.value_order`, then a stable sort by scope; only where two rows
+    share value and id (repeated ids) but not their position, ``np.lexsort`` of all four (which took 3-4 times as
+    long on a partition of 250,000 records)."""
+    values, ids, positions = keys[VALUE_COL].to_numpy(), keys[id_col].to_numpy(), keys[POS_COL].to_numpy()
+    order = value_order(values, ids)
     scope = (keys[SCOPE_COL].to_numpy(),) if stratified else ()
-    return np.lexsort((*extra, keys[POS_COL].to_numpy(), keys[id_col].to_numpy(), keys[VALUE_COL].to_numpy(), *scope))
+    if stratified:
+        order = order[np.argsort(scope[0][order], kind="stable")]
+    ranked_values, ranked_ids, ranked_positions = values[order], ids[order], positions[order]
+    same = (ranked_values[1:] == ranked_values[:-1]) & (ranked_ids[1:] == ranked_ids[:-1])
+    if (ranked_positions[1:][same] != ranked_positions[:-1][same]).any():
+        return np.lexsort((positions, ids, values, *scope))
+    return order
 
 
 def _key_sample(keys: pd.DataFrame, stride: int) -> pd.DataFrame:
@@ -111,10 +122,10 @@ def _splitters(samples: list[pd.DataFrame], count: int, id_col: str, stratified:
 
 
 def _key_ranges(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
-    """Each key's rank-ordered partition: the number of splitters at or below it."""
+    """Each key's rank-ordered partition: the number of splitters at or below it (a splitter equal to a key, the
+    key it was sampled from, lies before it in row order)."""
     both = pd.concat([splitters, keys], ignore_index=True)
-    is_key = np.r_[np.zeros(len(splitters), np.int64), np.ones(len(keys), np.int64)]
-    order = _key_order(both, id_col, stratified, (is_key,))
+    order = _key_order(both, id_col, stratified)
     below = np.cumsum(order < len(splitters))
     out = np.zeros(len(keys), np.int64)
     mine = order >= len(splitters)
