@@ -48,10 +48,15 @@ def prepared(root: Path, rows: int, method: str) -> tuple[Path, Path]:
     if not data.exists():
         write_records(data, rows)
     if not masked.exists():
-        subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), *MASKINGS[method],
-                        "--id-col", "record_id", "--seed", "1", "--out", str(masked)], check=True,
-                       stdout=subprocess.DEVNULL)
+        masked_by(method, data, masked)
     return data, masked
+
+
+def masked_by(method: str, data: Path, masked: Path) -> None:
+    """``data`` masked by ``method`` (MASKINGS) into ``masked`` by this environment's ``sdc mask``, seed 1."""
+    subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(data), *MASKINGS[method],
+                    "--id-col", "record_id", "--seed", "1", "--out", str(masked)], check=True,
+                   stdout=subprocess.DEVNULL)
 
 
 def task_kind(key) -> str:

@@ -21,15 +21,13 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from evaluation_parts import MASKINGS
+from evaluation_parts import MASKINGS, masked_by
 from peak_memory import PeakRSS
 
 from sdc_tasks.evaluation import order_measures, pairing
@@ -95,9 +93,7 @@ def main() -> None:
                 frame = read_table(original, "parquet")
                 frame.map_partitions(_noisy, meta=frame._meta).to_parquet(masked, write_index=False)
             else:
-                subprocess.run([str(Path(sys.executable).with_name("sdc")), "mask", "--input", str(original),
-                                *MASKINGS[args.masking], "--id-col", "record_id", "--seed", "1", "--out", str(masked)],
-                               check=True, stdout=subprocess.DEVNULL)
+                masked_by(args.masking, original, masked)
             print(f"rows={rows}, masking {args.masking}", flush=True)
             runs = [measure(original, masked, args.workers, mode, Path(tmp) / "work") for mode in args.modes]
             same = all(metrics == runs[0][0] for metrics, _ in runs)

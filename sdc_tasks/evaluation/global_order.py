@@ -95,9 +95,9 @@ def _bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, s
     tied = np.flatnonzero((out < split_keys.size) & ((at == keys) | (np.isnan(at) & np.isnan(keys))))
     lo, hi = out[tied], np.searchsorted(split_keys, keys[tied], side="right")
     for start in np.unique(lo):
-        rows = tied[lo == start]
-        stop = hi[lo == start][0]
-        out[rows] = start + np.searchsorted(split_ids[start:stop], ids[rows], side="right")
+        run = lo == start
+        rows = tied[run]
+        out[rows] = start + np.searchsorted(split_ids[start:hi[run][0]], ids[rows], side="right")
     return out
 
 
