@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import pickle
 import re
 import struct
@@ -72,33 +73,40 @@ def canaries() -> dict[tuple[int, str], float]:
             for j, v in enumerate(VARIABLES) for row, offset in zip(ROWS_PER_VARIABLE, (0, 337, 1009))}
 
 
-def patterns(values, texts=()) -> list[bytes]:
+def patterns(values, texts=()) -> list[tuple[bytes, list[bytes]]]:
     """Text forms of each canary number (its integer part standing alone covers repr, str and any fixed
-    decimals; plus scientific notation) and its float64 bytes as stored in binary files; each text canary.
+    decimals; plus scientific notation) and its float64 bytes as stored in binary files; each text canary. Grouped
+    by a literal text that every pattern of the group starts with (an integer part, the common start of a number's
+    scientific forms, its bytes, a text), so that data without that text is not searched for the group's patterns:
+    one search for a number's twelve scientific forms where they are absent, about four times quicker over all.
     An integer part follows no decimal point: a database stores a timestamp's microseconds (``.918881``) right
     before a record header byte that may be an ASCII digit, which would read as a canary's integer part. Every
     pattern starts with its literal text (the integer part's look-behind comes after it), so that the regular
     expression engine skips ahead to that text instead of trying each byte of the data: about 60 times quicker."""
-    out = [re.escape(t.encode()) for t in texts]
+    out = [(t.encode(), [re.escape(t.encode())]) for t in texts]
     for v in values:
         digits = str(int(v)).encode()
-        out.append(digits + rb"(?<![0-9.]" + digits + rb")(?![0-9])")
-        out += [re.escape(f"{v:.{d}e}".encode()) for d in range(4, 16)]
-        out.append(re.escape(struct.pack("<d", v)))
+        out.append((digits, [digits + rb"(?<![0-9.]" + digits + rb")(?![0-9])"]))
+        forms = [f"{v:.{d}e}".encode() for d in range(4, 16)]
+        out.append((os.path.commonprefix(forms), [re.escape(f) for f in forms]))
+        packed = struct.pack("<d", v)
+        out.append((packed, [re.escape(packed)]))
     return out
 
 
-def compiled(published: bool = True) -> list[re.Pattern]:
-    """The search patterns of every canary (``published``: those of the columns published unmasked too)."""
+def compiled(published: bool = True) -> list[tuple[bytes, list[re.Pattern]]]:
+    """The search patterns of every canary, in their groups (``published``: those of the columns published
+    unmasked too)."""
     numbers = [*canaries().values(), *(v for c, v in NUMBER_CANARIES.items() if published or c not in
                                        PUBLISHED_UNMASKED)]
     texts = [t for c, t in TEXT_CANARIES.items() if published or c not in PUBLISHED_UNMASKED]
-    return [re.compile(p) for p in patterns(numbers, texts)]
+    return [(literal, [re.compile(p) for p in group]) for literal, group in patterns(numbers, texts)]
 
 
-def hits(data: bytes, patterns_: list[re.Pattern]) -> list[str]:
-    """The patterns found in ``data``."""
-    return [p.pattern.decode("latin-1") for p in patterns_ if p.search(data)]
+def hits(data: bytes, groups: list[tuple[bytes, list[re.Pattern]]]) -> list[str]:
+    """The patterns found in ``data`` (those of a group only where its literal text is)."""
+    return [p.pattern.decode("latin-1") for literal, group in groups if literal in data for p in group
+            if p.search(data)]
 
 
 def salted() -> pd.DataFrame:
@@ -206,20 +214,32 @@ def places_searched(tmp_path: Path, created: set[Path], console: str, records: l
     return places
 
 
-def canary_hits(places: dict[str, bytes], patterns_: list[re.Pattern]) -> dict[str, list[str]]:
+def canary_hits(places: dict[str, bytes], groups: list[tuple[bytes, list[re.Pattern]]]) -> dict[str, list[str]]:
     """The places where a canary was found, with the patterns found there; the count searched is printed."""
-    print(f"searched {len(places)} places for {len(patterns_)} canary patterns", sorted(places))
-    return {name: found for name, data in places.items() if (found := hits(data, patterns_))}
+    print(f"searched {len(places)} places for {sum(len(g) for _, g in groups)} canary patterns", sorted(places))
+    return {name: found for name, data in places.items() if (found := hits(data, groups))}
 
 
 def test_a_canary_s_integer_part_is_found_standing_alone_only():
     """The integer-part pattern finds 1234567 at the start of the data, after a space or a letter and before a
     decimal point, never inside a longer number or after a decimal point (a timestamp's microseconds)."""
-    (pattern,) = [re.compile(p) for p in patterns([1_234_567.5])[:1]]
+    (literal, (source,)), *_ = patterns([1_234_567.5])
+    groups = [(literal, [re.compile(source)])]
     for data in (b"1234567", b"x 1234567.5 y", b"a1234567,", b"1234567e3"):
-        assert hits(data, [pattern]), data
+        assert hits(data, groups), data
     for data in (b"91234567", b"12345678", b".1234567", b"0.1234567 ", b"123456 7"):
-        assert not hits(data, [pattern]), data
+        assert not hits(data, groups), data
+
+
+def test_each_form_of_a_canary_is_found_through_its_group():
+    """Its integer part, each scientific form and its float64 bytes, inside other data: the literal text of the
+    group searched first never hides a pattern."""
+    value = 9_183_749.996813  # its scientific forms round up from the sixth digit on
+    groups = [(literal, [re.compile(p) for p in group]) for literal, group in patterns([value])]
+    forms = [str(value).encode(), *(f"{value:.{d}e}".encode() for d in range(4, 16)), struct.pack("<d", value)]
+    for form in forms:
+        assert hits(b"x " + form + b" y", groups), form
+    assert len(hits(b" ".join(forms), groups)) == 14
 
 
 def test_no_original_value_reaches_logs_artifacts_or_storage(tmp_path, prefect_harness, caplog, capfd):
