@@ -324,11 +324,13 @@ def test_a_task_that_kills_its_worker_each_time_is_one_error_naming_the_task():
 
 
 def sdc(*args, env: dict | None = None, timeout: int = 240) -> subprocess.CompletedProcess:
-    """Run the ``sdc`` command of this session's code (killed after ``timeout`` seconds) in the system's temporary
-    directory (not a checkout, whose copy ``-m`` would import first)."""
-    return subprocess.run([sys.executable, "-m", "sdc_tasks.cli", *map(str, args)], capture_output=True, text=True,
-                          timeout=timeout, cwd=tempfile.gettempdir(),
-                          env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT), **(env or {})})
+    """Run the ``sdc`` command of this session's code (killed after ``timeout`` seconds) in an empty directory of its
+    own: not a checkout, whose copy ``-m`` would import first, nor the system's temporary directory, where ``-m``
+    would import any stray module before the standard library's (a ``re.py`` there broke Python's start)."""
+    with tempfile.TemporaryDirectory() as cwd:
+        return subprocess.run([sys.executable, "-m", "sdc_tasks.cli", *map(str, args)], capture_output=True,
+                              text=True, timeout=timeout, cwd=cwd,
+                              env={**os.environ, "PYTHONPATH": str(SOURCE_ROOT), **(env or {})})
 
 
 def test_cli_evaluate_out_on_a_full_disk_exits_2_in_one_line(tmp_path, no_cluster, monkeypatch):
