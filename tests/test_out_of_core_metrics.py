@@ -127,6 +127,31 @@ def test_a_records_output_partition_is_the_number_of_splitters_at_or_below_it():
     assert np.array_equal(global_order._bucket_numbers(keys, ids, split_keys[:0], split_ids[:0]), np.zeros(4000))
 
 
+def _searchsorted_rank(value) -> tuple:
+    """A level's value as np.searchsorted ranks it: NaN equal to NaN and above every number, -0.0 equal to 0.0."""
+    return (1, 0.0) if isinstance(value, float) and np.isnan(value) else (0, value)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_counts_of_bounds_at_or_below_each_key_equal_a_brute_force_count(seed):
+    """``counts_at_or_below`` on three levels (two of floats with NaN, signed zeros and infinities, one of
+    integers) equals a count of the lexicographically ordered bounds at or below each key: keys tied with one
+    bound or a run of them down to the last level, with none, below and above them all; no bounds at all."""
+    rng = np.random.default_rng(seed)
+    pool = np.array([np.nan, -0.0, 0.0, 1.0, -np.inf, np.inf, 2.5])
+    n, m = 3000, int(rng.integers(1, 60))
+    keys = [rng.choice(pool, n), rng.choice(pool, n), rng.integers(0, 4, n)]
+    taken = rng.integers(0, n, m)
+    drawn = [rng.choice(pool, m), rng.choice(pool, m), rng.integers(0, 4, m)]
+    picked = [np.where(rng.random(m) < 0.5, k[taken], d) for k, d in zip(keys, drawn)]  # many keys equal a bound
+    ranked = sorted(range(m), key=lambda b: tuple(_searchsorted_rank(level[b]) for level in picked))
+    bounds = [level[ranked] for level in picked]
+    tuples = [tuple(_searchsorted_rank(level[i]) for level in bounds) for i in range(m)]
+    expected = [sum(t <= tuple(_searchsorted_rank(level[i]) for level in keys) for t in tuples) for i in range(n)]
+    assert np.array_equal(order_module.counts_at_or_below(bounds, keys), expected)
+    assert np.array_equal(order_module.counts_at_or_below([b[:0] for b in bounds], keys), np.zeros(n))
+
+
 @pytest.mark.parametrize("written", [False, True])
 @pytest.mark.parametrize("parts", [1, 5, 37])
 def test_sorted_column_is_the_global_order(sync_dask, tied, parts, written, tmp_path):

@@ -32,7 +32,7 @@ import pandas as pd
 
 from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.scheduling import shuffle_method
-from sdc_tasks.stats.order import value_order
+from sdc_tasks.stats.order import counts_at_or_below, value_order
 from sdc_tasks.task_graph import Stored, stored
 
 KEY, ID, BUCKET = "key", "id", "bucket"
@@ -86,19 +86,7 @@ def _splitters(samples: list[tuple[np.ndarray, np.ndarray]], buckets: int) -> tu
 def _bucket_numbers(keys: np.ndarray, ids: np.ndarray, split_keys: np.ndarray, split_ids: np.ndarray) -> np.ndarray:
     """For each record (key, id), the number of splitters at or below it in (KEY, ID) order: the output
     partition that holds it."""
-    out = np.searchsorted(split_keys, keys, side="left").astype(np.int64)
-    if not split_keys.size:
-        return out
-    at = split_keys[np.minimum(out, split_keys.size - 1)]
-    # keys equal to a splitter's key (NaN to NaN, as the sort ranks them): its id decides; only these are searched
-    # again for the end of their splitters' run (one search of every key instead of two: 10 ms on 250,000 keys)
-    tied = np.flatnonzero((out < split_keys.size) & ((at == keys) | (np.isnan(at) & np.isnan(keys))))
-    lo, hi = out[tied], np.searchsorted(split_keys, keys[tied], side="right")
-    for start in np.unique(lo):
-        run = lo == start
-        rows = tied[run]
-        out[rows] = start + np.searchsorted(split_ids[start:hi[run][0]], ids[rows], side="right")
-    return out
+    return counts_at_or_below([split_keys, split_ids], [keys, ids])
 
 
 def _bucketed(part: pd.DataFrame, split_keys: np.ndarray, split_ids: np.ndarray) -> pd.DataFrame:

@@ -38,7 +38,7 @@ from sdc_tasks.blocking import offsets_of
 from sdc_tasks.exchange_files import read_batches, write_batches
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
-from sdc_tasks.stats.order import value_order
+from sdc_tasks.stats.order import counts_at_or_below, value_order
 
 ColumnFold = Callable[[np.ndarray, np.ndarray, int, int, dict, np.random.Generator, Any],
                       tuple[np.ndarray, np.ndarray, Any]]
@@ -122,15 +122,10 @@ def _splitters(samples: list[pd.DataFrame], count: int, id_col: str, stratified:
 
 
 def _key_ranges(keys: pd.DataFrame, splitters: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
-    """Each key's rank-ordered partition: the number of splitters at or below it (a splitter equal to a key, the
-    key it was sampled from, lies before it in row order)."""
-    both = pd.concat([splitters, keys], ignore_index=True)
-    order = _key_order(both, id_col, stratified)
-    below = np.cumsum(order < len(splitters))
-    out = np.zeros(len(keys), np.int64)
-    mine = order >= len(splitters)
-    out[order[mine] - len(splitters)] = below[mine]
-    return out
+    """Each key's rank-ordered partition: the number of splitters at or below it in (scope, value, id, position)
+    order (a splitter equal to a key, the key it was sampled from, counts as below it)."""
+    levels = [*([SCOPE_COL] if stratified else []), VALUE_COL, id_col, POS_COL]
+    return counts_at_or_below([splitters[c].to_numpy() for c in levels], [keys[c].to_numpy() for c in levels])
 
 
 def _keys_sent(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None, labels: list,
