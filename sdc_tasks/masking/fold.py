@@ -77,17 +77,16 @@ def scopes_of(ddf: dd.DataFrame, strata: str | None, total: int) -> Scopes:
     return Scopes([labels[i] for i in order], counts.to_numpy(dtype=np.int64)[order])
 
 
-def _sort_keys(part: pd.DataFrame, offset: int, var: str, id_col: str, strata: str | None,
+def _sort_keys(part: pd.DataFrame, positions: np.ndarray, var: str, id_col: str, strata: str | None,
                labels: list) -> pd.DataFrame:
-    """One partition's sort keys for ``var``: scope code, value, id and position; a non-finite value is an error
-    naming the variable and the record's position."""
+    """The sort keys for ``var`` of the records of ``part`` at the file's ``positions``: scope code, value, id and
+    position; a non-finite value is an error naming the variable and the record's position."""
     values = part[var].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
-        raise ValueError(f"variable {var!r} has a non-finite value in record {offset + int(np.argmax(bad))}")
+        raise ValueError(f"variable {var!r} has a non-finite value in record {int(positions[np.argmax(bad)])}")
     codes = (pd.Index(labels).get_indexer(part[strata]) if strata else np.zeros(len(part))).astype(np.int64)
-    return pd.DataFrame({SCOPE_COL: codes, VALUE_COL: values, id_col: part[id_col].to_numpy(),
-                         POS_COL: np.arange(offset, offset + len(part), dtype=np.int64)})
+    return pd.DataFrame({SCOPE_COL: codes, VALUE_COL: values, id_col: part[id_col].to_numpy(), POS_COL: positions})
 
 
 def _key_order(keys: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
@@ -107,10 +106,14 @@ def _key_order(keys: pd.DataFrame, id_col: str, stratified: bool) -> np.ndarray:
     return order
 
 
-def _key_sample(keys: pd.DataFrame, stride: int) -> pd.DataFrame:
-    """The keys of the records whose position is a multiple of ``stride`` (a sample that does not depend on the
-    partitioning)."""
-    return keys[keys[POS_COL].to_numpy() % stride == 0]
+def _key_samples(part: pd.DataFrame, offset: int, variables: list[str], id_col: str, strata: str | None,
+                 labels: list, stride: int) -> dict[str, pd.DataFrame]:
+    """Each variable's sort keys of the records of one partition (rows from file position ``offset``) whose
+    position is a multiple of ``stride``: a sample that does not depend on the partitioning, its keys made for
+    the sampled records only."""
+    rows = np.flatnonzero((offset + np.arange(len(part), dtype=np.int64)) % stride == 0)
+    sampled = part.iloc[rows]
+    return {var: _sort_keys(sampled, offset + rows, var, id_col, strata, labels) for var in variables}
 
 
 def _splitters(samples: list[pd.DataFrame], count: int, id_col: str, stratified: bool) -> pd.DataFrame:
@@ -133,15 +136,16 @@ def _keys_sent(part: pd.DataFrame, offset: int, variables: list[str], id_col: st
     """Steps 1-2 for one input partition: each variable's sort keys written to its file ``files[var]``, a batch per
     rank-ordered partition (exchange_files.write_batches); returns the partition's records."""
     for var in variables:
-        keys = _sort_keys(part, offset, var, id_col, strata, labels)
+        keys = _sort_keys(part, np.arange(offset, offset + len(part), dtype=np.int64), var, id_col, strata, labels)
         write_batches(keys, _key_ranges(keys, splitters[var], id_col, strata is not None), count, files[var])
     return len(part)
 
 
 def _rank_ordered(part: pd.DataFrame, id_col: str, stratified: bool) -> pd.DataFrame:
-    """One rank-ordered partition's keys, sorted by (scope, value, id, position)."""
-    part = part.reset_index(drop=True)
-    return part.iloc[_key_order(part, id_col, stratified)].reset_index(drop=True)
+    """One rank-ordered partition's scope codes, values and positions (the fold's columns, not the ids that only
+    order them) in (scope, value, id, position) order."""
+    order = _key_order(part, id_col, stratified)
+    return pd.DataFrame({c: part[c].to_numpy()[order] for c in (SCOPE_COL, VALUE_COL, POS_COL)})
 
 
 def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes: np.ndarray, labels: list,
@@ -228,11 +232,10 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
     stride = max(1, total // (SAMPLES_PER_PARTITION * count))
     stratified = strata is not None
     parts = ddf.to_delayed()
-    samples = dask.compute({var: [dask.delayed(_key_sample)(dask.delayed(_sort_keys)(part, int(offsets[i]), var,
-                                                                                      id_col, strata, scopes.labels),
-                                                            stride)
-                                  for i, part in enumerate(parts)] for var in variables})[0]
-    splitters = {var: _splitters(samples[var], count, id_col, stratified) for var in variables}
+    samples = dask.compute([dask.delayed(_key_samples)(part, int(offsets[i]), variables, id_col, strata,
+                                                       scopes.labels, stride) for i, part in enumerate(parts)])[0]
+    splitters = {var: _splitters([sample[var] for sample in samples], count, id_col, stratified)
+                 for var in variables}
     work.mkdir(parents=True, exist_ok=True)
     keys = {var: [work / f"keys-{k:03d}-{i:05d}.arrow" for i in range(len(parts))] for k, var in enumerate(variables)}
     split_at = _shared(splitters)
