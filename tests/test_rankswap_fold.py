@@ -21,10 +21,10 @@ from hypothesis import strategies as st
 
 from sdc_tasks import scheduling
 from sdc_tasks.masking import apply as A
-from sdc_tasks.masking.adapters import rankswap_fold, rankswap_on_column
+from sdc_tasks.masking.adapters import rankswap_on_column
 from sdc_tasks.masking.methods import MASKED_VALUES, apply_step
 from sdc_tasks.masking.rankswap import rank_swap_chunk, rank_swap_column
-from sdc_tasks.masking.registry import validate_params
+from sdc_tasks.masking.registry import METHODS, validate_params
 from sdc_tasks.randomness import rng_for
 
 VARS = ["ties", "smooth"]
@@ -62,7 +62,7 @@ def mask_values(ddf: dd.DataFrame, params: dict, strata: str | None, threshold: 
     monkeypatch.setattr(A, "COLUMN_MAX_RECORDS", threshold)
     ctx = A.StepContext(seed=5, step=3, id_column="rid", strata=strata, work_dir=work)
     out = A.column_records(ddf, variables, validate_params("rankswap", params), ctx, rankswap_on_column,
-                           rankswap_fold)
+                           METHODS["rankswap"].fold_adapter())
     return out.compute().sort_values(A.B.POS_COL).reset_index(drop=True)
 
 
@@ -116,7 +116,8 @@ def test_chunks_of_any_length_equal_the_whole_column(n, p, distinct, cuts, partn
                                                        ("uniform", "s", 15, 9), ("nearest_free", "s", 40, 41)])
 def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_dask, monkeypatch, tmp_path, partner,
                                                                 strata, p, parts):
-    # P = 450 (p = 15, 3,001 records) or 960 (p = 40, the stratum of 2,400) spans many partitions of about 73.
+    # P = 450 (p = 15, 3,001 records) or 960 (p = 40, the stratum of 2,400) spans four rank-ordered partitions (a
+    # quarter of the window each, fold.WINDOW_SHARE) and many input partitions of about 73.
     params = {"p": p, "partner": partner}
     ddf = uneven(records, parts)
     expected = mask_values(ddf, params, strata, ROWS + 1, monkeypatch, tmp_path)
@@ -128,6 +129,19 @@ def test_fold_equals_the_whole_column_path_on_uneven_partitions(records, sync_da
         for v in VARS:
             np.testing.assert_array_equal(np.sort(masked.loc[rows, v]), np.sort(records.loc[rows, v]))
     assert (masked["smooth"] != records["smooth"]).mean() > 0.8
+
+
+@pytest.mark.parametrize("p, chunks", [(15, 27), (1, 41)])
+def test_the_folds_partitions_hold_a_share_of_the_window(records, sync_dask, monkeypatch, tmp_path, p, chunks):
+    """The fold's rank-ordered partitions hold at least a quarter of the window (fold.WINDOW_SHARE): at p = 15, P =
+    450 of 3,001 ranks, 27 partitions of about 111 for 41 input partitions; at p = 1 (P = 30) as many as the input's
+    partitions; the values are the whole-column path's either way."""
+    params = {"p": p, "partner": "uniform"}
+    ddf = uneven(records, 41)
+    expected = mask_values(ddf, params, None, ROWS + 1, monkeypatch, tmp_path / "column")
+    folded = mask_values(ddf, params, None, 0, monkeypatch, tmp_path / "fold")
+    pd.testing.assert_frame_equal(folded, expected, check_exact=True)
+    assert len(list((tmp_path / "fold" / "fold").glob("settled-000-*.arrow"))) == chunks
 
 
 def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch, tmp_path):
@@ -220,7 +234,8 @@ def test_the_fold_graph_grows_with_the_partitions_not_their_square(tmp_path, syn
         rng = np.random.default_rng(partitions)
         frame = pd.DataFrame({"record_id": np.arange(n), **{f"v{i}": rng.random(n) for i in range(3)}})
         out = folded_records(dd.from_pandas(frame, npartitions=partitions, sort=False), [100] * partitions,
-                             ["v0", "v1", "v2"], rankswap_fold, {"p": 15.0}, 1, 1, "record_id", None, 100,
+                             ["v0", "v1", "v2"], METHODS["rankswap"].fold_adapter(), {"p": 1.0}, 1, 1, "record_id",
+                             None, 100,
                              tmp_path / str(partitions))
         graph = dict(out.__dask_graph__())
         edges = sum(len(getattr(task, "dependencies", ())) for task in graph.values())

@@ -7,7 +7,8 @@ method; the stage builders are ``sdc_tasks.masking.apply``).
   ``sdc_tasks.masking.postmask_outcome``);
 - column adapters (``apply.ColumnKernel``): (values of one scope, ids, params, rng) -> masked values;
 - fold adapters (``fold.ColumnFold``): (a chunk of a scope's values in rank order, their positions, the chunk's
-  first rank, the scope's size, params, the scope's rng, carry) -> (positions, masked values, carry);
+  first rank, the scope's size, params, the scope's rng, carry) -> (positions, masked values, carry), each with
+  its window (``fold.FoldWindow``): (a scope's size, params) -> the ranks ahead of a rank that the carry spans;
 - record adapters (``apply.RecordKernel``): (values, ids, params, context) -> masked values, the context
   holding seed, step and the moments of the step input plus what the method's context hook adds;
 - categorical methods (``apply.CategoryMethod``): the counts a method plans on, its plan and its mapping of a
@@ -42,7 +43,7 @@ from sdc_tasks.masking.md import md_microaggregate_block
 from sdc_tasks.masking.mdav import microaggregate_block
 from sdc_tasks.masking.noise import correlated_noise, kim_transform
 from sdc_tasks.masking.postmask import PostMaskResult, post_mask, random_start
-from sdc_tasks.masking.rankswap import SwapCarry, rank_swap_chunk, rank_swap_column
+from sdc_tasks.masking.rankswap import SwapCarry, max_rank_distance, rank_swap_chunk, rank_swap_column
 from sdc_tasks.masking.recoding import mapped, recode_dtype, recode_plan, threshold_coded, threshold_variables
 from sdc_tasks.masking.resampling import resample_column, rescale
 from sdc_tasks.masking.swap_stage import swapped_frame_of
@@ -131,6 +132,12 @@ def rankswap_fold(values: np.ndarray, positions: np.ndarray, first: int, n: int,
     """Rank swapping of one chunk of ranks of a scope (statistical_databases_survey.txt, Data swapping and rank
     swapping), equal to ``rankswap_on_column`` over the whole scope."""
     return rank_swap_chunk(values, positions, first, n, params["p"], rng, carry, params.get("partner", "uniform"))
+
+
+def rankswap_window(n: int, params: dict) -> int:
+    """The ranks ahead of a rank that rank swapping's partners reach in a scope of ``n`` records: P = floor(n p /
+    100) (statistical_databases_survey.txt, Data swapping and rank swapping)."""
+    return max_rank_distance(int(n), params["p"])
 
 
 def mic_ir_on_column(values: np.ndarray, ids: np.ndarray, params: dict, rng: np.random.Generator) -> np.ndarray:

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from sdc_tasks import blocking as B
-from sdc_tasks.masking.fold import ColumnFold, folded_records
+from sdc_tasks.masking.fold import WindowFold, folded_records
 from sdc_tasks.masking.registry import BlockPlan
 from sdc_tasks.masking.risk_suppression import checked_weight
 from sdc_tasks.masking.suppression import first_records, largest_k, merge_first_records
@@ -423,7 +423,7 @@ def _positions_frame(offset: int, n: int, columns: dict[str, np.ndarray]) -> pd.
 
 
 def column_records(ddf: dd.DataFrame, variables: list[str], params: dict[str, Any], ctx: StepContext,
-                   kernel: ColumnKernel, fold: ColumnFold | None = None) -> dd.DataFrame:
+                   kernel: ColumnKernel, fold: WindowFold | None = None) -> dd.DataFrame:
     """A column kernel on each variable over the whole file or within each stratum, exact. Up to
     ``COLUMN_MAX_RECORDS`` records that a task's memory holds (COLUMN_BYTES), or without a ``fold`` (the kernel as
     a fold over rank-ordered partitions, ``sdc_tasks.masking.fold``), each column is gathered on one worker;

@@ -8,17 +8,18 @@ Per variable:
    rank-ordered partition the number of splitters at or below its key; each input partition's keys go to a file
    of the step's work directory with a batch per rank-ordered partition (``sdc_tasks.exchange_files``), one task
    per input partition for every variable;
-3. the fold: a chain of tasks over the rank-ordered partitions in order, each reading its keys from those files
-   when it runs, sorting them lexicographically (ties never pile into one partition: the position makes every key
-   distinct), and taking the previous task's small state (the stratum it ended in, that stratum's ranks done, the
-   kernel's carry, O(window)); it writes (position, masked value) for its ranks to a file with a batch per input
-   partition; the random stream of a scope is keyed as the whole-column kernel's, (seed, step, variable[,
-   stratum]), and each chunk positions it at its first rank;
+3. the fold: a chain of tasks over the rank-ordered partitions (each at least a WINDOW_SHARE of the window) in
+   order, each reading its keys from those files when it runs, sorting them lexicographically (ties never pile
+   into one partition: the position makes every key distinct), and taking the previous task's small state (the
+   stratum it ended in, that stratum's ranks done, the kernel's carry, O(window)); it writes (position, masked
+   value) for its ranks to a file with a batch per input partition; the random stream of a scope is keyed as the
+   whole-column kernel's, (seed, step, variable[, stratum]), and each chunk positions it at its first rank;
 4. each input partition reads its batch of every chunk's file and puts the values back at their positions.
 
 A chain's task thus holds one rank-ordered partition, and no task's result holds records beyond its own partition:
-a worker's memory does not grow with the file (a Dask shuffle would hand every rank-ordered partition to the
-workers at once, held until the chain reached it, and the settled values of every variable until the last).
+a worker's memory grows with the file only as the window does (a Dask shuffle would hand every rank-ordered
+partition to the workers at once, held until the chain reached it, and the settled values of every variable until
+the last).
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ import math
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import dask
 import dask.dataframe as dd
@@ -42,6 +43,22 @@ from sdc_tasks.stats.order import counts_at_or_below, value_order
 
 ColumnFold = Callable[[np.ndarray, np.ndarray, int, int, dict, np.random.Generator, Any],
                       tuple[np.ndarray, np.ndarray, Any]]
+FoldWindow = Callable[[int, dict], int]
+
+
+class WindowFold(NamedTuple):
+    """A column kernel as a fold: ``chunk`` masks one chunk of a scope's ranks from the carry of the chunk before,
+    and ``window`` gives, for a scope of n records, the ranks ahead of a rank that the carry spans."""
+
+    chunk: ColumnFold
+    window: FoldWindow
+
+
+WINDOW_SHARE = 4
+"""A rank-ordered partition of the fold holds at least 1 / WINDOW_SHARE of the widest scope's window: each chunk
+copies its carry (pending partners over the window, about P / 4 of them for rank swapping at p = 15), so chunks
+of a fixed length made the fold's work grow as records x window / chunk, as records squared; with the chunk a
+share of the window it grows as the records (docs/performance.md)."""
 SAMPLES_PER_PARTITION = 64
 
 
@@ -218,17 +235,20 @@ def _shared(value: Any):
     return dask.delayed(value, pure=True, traverse=False)
 
 
-def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], fold: ColumnFold, params: dict,
+def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], fold: WindowFold, params: dict,
                    seed: int, step: int, id_col: str, strata: str | None, target_rows: int,
                    work: Path) -> dd.DataFrame:
     """A window kernel (``fold``) on each variable over the whole file or within each stratum, as a fold over
-    rank-ordered partitions of about ``target_rows`` records (at least as many as the input has), its files in the
-    directory ``work`` (every worker reaches it; keep it until the result is written); the result has the input's
-    partitions and row order, _pos and the masked variables."""
+    rank-ordered partitions of about ``target_rows`` records (at least as many as the input has) or, where the
+    widest scope's window is longer, of a WINDOW_SHARE of that window; its files in the directory ``work`` (every
+    worker reaches it; keep it until the result is written); the result has the input's partitions and row order,
+    _pos and the masked variables."""
     offsets = offsets_of(lengths)
     total = int(offsets[-1])
     scopes = scopes_of(ddf, strata, total)
+    window = max(fold.window(int(n), params) for n in scopes.sizes)
     count = max(len(lengths), math.ceil(total / target_rows))
+    count = max(1, min(count, math.ceil(total / max(1, window // WINDOW_SHARE))))
     stride = max(1, total // (SAMPLES_PER_PARTITION * count))
     stratified = strata is not None
     parts = ddf.to_delayed()
@@ -250,7 +270,7 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
         sources = _shared(keys[var])
         for j, (lo, hi) in enumerate(_code_bounds(splitters[var], len(scopes.labels))):
             state = dask.delayed(_chunk_folded)(sent, sources, j, state, lo, scopes.sizes[lo:hi + 1],
-                                                scopes.labels[lo:hi + 1], var, id_col, fold, params, seed, step,
+                                                scopes.labels[lo:hi + 1], var, id_col, fold.chunk, params, seed, step,
                                                 stratified, bounds, settled[var][j])
         done.append(state)
     settled_at = _shared(settled)

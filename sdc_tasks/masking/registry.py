@@ -9,7 +9,7 @@ import shlex
 import types
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Callable, Literal, Union, get_args, get_origin
 
 import yaml
 from pydantic import ValidationError
@@ -36,6 +36,9 @@ from sdc_tasks.masking.params import (
     TopBottomParams,
     UnivariateParams,
 )
+
+if TYPE_CHECKING:
+    from sdc_tasks.masking.fold import WindowFold
 
 
 @dataclass(frozen=True)
@@ -79,7 +82,8 @@ class Method:
     :meth:`context_hook`).
 
     Column methods: ``fold``, the kernel as a fold over rank-ordered partitions (``fold.ColumnFold``) when its
-    state is a bounded window of ranks, used beyond ``apply.COLUMN_MAX_RECORDS`` records.
+    state is a bounded window of ranks, used beyond ``apply.COLUMN_MAX_RECORDS`` records, and ``fold_window``, the
+    length of that window in a scope of n records (``fold.FoldWindow``).
 
     Flags: ``reports_outcome``, a method whose step reports what it reached: a blocked method whose kernel
     returns a ``PostMaskResult`` (values and the figures of ``sdc_tasks.masking.postmask_outcome``), or record
@@ -103,6 +107,7 @@ class Method:
     fixed_block_size: int | None = None
     record_context: str | None = None
     fold: str | None = None
+    fold_window: str | None = None
     reports_outcome: bool = False
     after_masking: bool = False
     ordinal: bool = False
@@ -119,11 +124,15 @@ class Method:
 
         return getattr(adapters, self.kernel)
 
-    def fold_adapter(self) -> Callable | None:
-        """The fold adapter that ``fold`` names (``fold.ColumnFold``), None when it names none."""
+    def fold_adapter(self) -> WindowFold | None:
+        """The fold adapter that ``fold`` names with the window that ``fold_window`` names, None when it names
+        none."""
         from sdc_tasks.masking import adapters
+        from sdc_tasks.masking.fold import WindowFold
 
-        return None if self.fold is None else getattr(adapters, self.fold)
+        if self.fold is None:
+            return None
+        return WindowFold(getattr(adapters, self.fold), getattr(adapters, self.fold_window))
 
     def context_hook(self) -> Callable[..., dict] | None:
         """The record-context hook that ``record_context`` names, None when it names none."""
@@ -195,9 +204,9 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "exact, one variable at a time per scope; beyond 10,000,000 records (or a column a task's memory "
            "cannot hold) a fold over the variable's rank-ordered partitions (an exact sort by stratum, value "
            "and id through files of the step's work directory, then a chain of tasks each reading its "
-           "rank-ordered partition when it runs and carrying the next P ranks' state), so no task holds the "
-           "column and no worker holds more than a partition of it",
-           fold="rankswap_fold"),
+           "rank-ordered partition, of at least a quarter of the window, when it runs and carrying the next P "
+           "ranks' state), so no task holds the column and no worker holds more than a partition of it",
+           fold="rankswap_fold", fold_window="rankswap_window"),
     Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
            "statistical_databases_survey.txt, Additive noise; sdc_methods_comparison_chapter.txt sec. 2, "
