@@ -187,8 +187,9 @@ def counts_at_or_below(bounds: list[np.ndarray], keys: list[np.ndarray]) -> np.n
         out[one] += _at_or_below([b[start + heads[single]] for b in bounds[level + 1:]],
                                  [k[one] for k in keys[level + 1:]])
         by_run = tied[~single][np.argsort(heads[~single], kind="stable")]
-        cuts = np.flatnonzero(np.r_[True, below[by_run][1:] != below[by_run][:-1]]) if by_run.size else by_run
-        for head, group in zip(below[by_run][cuts], np.split(by_run, cuts[1:])):
+        starts = below[by_run]
+        cuts = np.flatnonzero(np.r_[True, starts[1:] != starts[:-1]]) if by_run.size else by_run
+        for head, group in zip(starts[cuts], np.split(by_run, cuts[1:])):
             end = head + np.searchsorted(run[head:], run[head:head + 1], side="right")[0]
             pending.append((rows[group], start + head, start + end, level + 1))
     return out
@@ -204,8 +205,8 @@ def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 def _at_or_below(bounds: list[np.ndarray], keys: list[np.ndarray]) -> np.ndarray:
     """Elementwise, whether each bound (a tuple over the levels) is at or below its key in lexicographic order,
-    the levels compared as :func:`counts_at_or_below` does."""
-    below, decided = np.ones(len(keys[0]) if keys else 0, bool), np.zeros(len(keys[0]) if keys else 0, bool)
+    the levels compared as :func:`counts_at_or_below` does (at least one level)."""
+    below, decided = np.ones(len(keys[0]), bool), np.zeros(len(keys[0]), bool)
     for bound, key in zip(bounds, keys):
         less, more = bound < key, bound > key
         if bound.dtype.kind == "f" and key.dtype.kind == "f":
