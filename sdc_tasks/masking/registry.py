@@ -204,8 +204,8 @@ METHODS: dict[str, Method] = {m.name: m for m in (
            "exact, one variable at a time per scope; beyond 10,000,000 records (or a column a task's memory "
            "cannot hold) a fold over the variable's rank-ordered partitions (an exact sort by stratum, value "
            "and id through files of the step's work directory, then a chain of tasks each reading its "
-           "rank-ordered partition, of at least a quarter of the window, when it runs and carrying the next P "
-           "ranks' state), so no task holds the column and no worker holds more than a partition of it",
+           "rank-ordered partition (at least a quarter of the swap window of P ranks) when it runs and carrying "
+           "the next P ranks' state), so no task holds the column and no worker holds more than a partition of it",
            fold="rankswap_fold", fold_window="rankswap_window"),
     Method("noise", NoiseParams, "record", "noise_on_records",
            "additive noise N(0, p s) per variable; correlated: N(0, p^2 Sigma); linear_transform: Kim's method",
