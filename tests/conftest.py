@@ -54,13 +54,16 @@ def prefect_harness():
 def dask_scheduler():
     """The address of a loopback Dask scheduler with two single-threaded worker processes, for the whole session:
     a release given it (``dask_address``) attaches to it instead of starting and stopping a cluster of its own (the
-    tests of a run's own cluster start theirs)."""
+    tests of a run's own cluster start theirs). Its workers have the environment deploy/README.md asks of a
+    cluster's workers, as those of a run's own cluster."""
     import logging
 
     from distributed import LocalCluster
 
-    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
-                      silence_logs=logging.ERROR) as cluster:
+    from sdc_tasks.cluster import worker_environment
+
+    with worker_environment(), LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
+                                            dashboard_address=None, silence_logs=logging.ERROR) as cluster:
         yield cluster.scheduler_address
 
 
