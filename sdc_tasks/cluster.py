@@ -38,7 +38,7 @@ WORKER_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": 32 * 2**20}
 (``distributed.nanny.pre-spawn-environ``): glibc's malloc takes blocks below 32 MiB, its most, from its heap
 instead of new pages. Dask's ``MALLOC_TRIM_THRESHOLD_`` (65536, which returns freed memory to the system) also
 fixes that threshold at 128 KiB, so every array of 16,384 values or more came from fresh pages that the kernel
-zeroes and maps on first touch, and went back on free: the workers spent a third of their time there. The
+zeroes and maps on first touch, and went back on free (a third of the rank fold's time). The
 rank fold at 4e6 records 29.5 -> 19.7 s, largest worker 0.60 -> 0.67 GiB; the 1e7 rank-swap release 215.7 ->
 176.3 s in the same hour (docs/performance.md). A value in the environment of the process that starts the cluster
 takes precedence (Dask's rule)."""
