@@ -58,9 +58,7 @@ def value_order(values: np.ndarray, tiebreak: np.ndarray) -> np.ndarray:
     else:
         order = np.argsort(values)
     ranked = values[order]
-    same = ranked[1:] == ranked[:-1]
-    if ranked.dtype.kind in "fc":
-        same |= np.isnan(ranked[1:]) & np.isnan(ranked[:-1])
+    same = _same(ranked[1:], ranked[:-1])
     if not same.any():
         return order
     if values.size >= LARGE_ORDER and tiebreak.dtype.kind in "iub" and tiebreak.dtype != np.uint64:
@@ -196,9 +194,9 @@ def counts_at_or_below(bounds: list[np.ndarray], keys: list[np.ndarray]) -> np.n
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """Elementwise equality as ``np.searchsorted`` ranks values: NaN equal to NaN."""
+    """Elementwise equality as ``np.searchsorted`` and ``np.lexsort`` rank values: NaN equal to NaN."""
     equal = a == b
-    if a.dtype.kind == "f" and b.dtype.kind == "f":
+    if a.dtype.kind in "fc" and b.dtype.kind in "fc":
         equal |= np.isnan(a) & np.isnan(b)
     return equal
 
