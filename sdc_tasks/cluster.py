@@ -192,8 +192,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
     with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
         started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
-        # a Ctrl-C meanwhile is raised after
-        with interruption_deferred(), _failing_without_workers(), worker_environment():
+        with interruption_deferred(), _failing_without_workers(), worker_environment():  # Ctrl-C raised after
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
                 host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
@@ -208,8 +207,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
 
 def worker_environment() -> contextlib.AbstractContextManager:
     """Dask's configuration while a LocalCluster's nannies spawn their workers: WORKER_ENVIRONMENT added to the
-    environment Dask gives them (a run's own cluster; around a LocalCluster of the caller's, the same for its
-    workers)."""
+    environment Dask gives them."""
     environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
     return dask.config.set({"distributed.nanny.pre-spawn-environ": {**WORKER_ENVIRONMENT, **environ}})
 
