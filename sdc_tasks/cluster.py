@@ -33,15 +33,6 @@ NO_WORKERS_TIMEOUT = "120s"
 nannies killed, e.g. by the kernel's out-of-memory killer) before the run fails: Dask's
 ``distributed.scheduler.no-workers-timeout``, unless that is set. A worker paused to spill counts as not
 running, so the wait is long enough for spilling to free memory."""
-WORKER_ENVIRONMENT = {"MALLOC_MMAP_THRESHOLD_": 32 * 2**20}
-"""Environment of the run's own LocalCluster's worker processes, beside Dask's
-(``distributed.nanny.pre-spawn-environ``): glibc's malloc takes blocks below 32 MiB, its most, from its heap
-instead of new pages. Dask's ``MALLOC_TRIM_THRESHOLD_`` (65536, which returns freed memory to the system) also
-fixes that threshold at 128 KiB, so every array of 16,384 values or more came from fresh pages that the kernel
-zeroes and maps on first touch, and went back on free (a third of the rank fold's time). The
-rank fold at 4e6 records 29.5 -> 19.7 s, largest worker 0.60 -> 0.67 GiB; the 1e7 rank-swap release 215.7 ->
-176.3 s in the same hour (docs/performance.md). A value in the environment of the process that starts the cluster
-takes precedence (Dask's rule)."""
 
 
 class WorkersLost(InputError):
@@ -192,7 +183,7 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
     resource_tracker.ensure_running()  # started later, it would unblock SIGINT in the thread that spawns workers
     with scratch_dir("dask") as local_directory, _dask_log_level(level), contextlib.ExitStack() as started:
         started.callback(remove_stale_scratch)  # after the cluster closed: what its killed workers left
-        with interruption_deferred(), _failing_without_workers(), worker_environment():  # Ctrl-C raised after
+        with interruption_deferred(), _failing_without_workers():  # a Ctrl-C meanwhile is raised after
             cluster = started.enter_context(LocalCluster(
                 n_workers=workers, threads_per_worker=threads_per_worker, memory_limit=memory_limit, processes=True,
                 host=LOOPBACK, dashboard_address=f"{LOOPBACK}:0",
@@ -203,13 +194,6 @@ def dask_client(address: str | None = None, workers: int = 2, threads_per_worker
             _announce(client)
             client.register_plugin(WorkerSetUp())
             yield withholding_worker_errors(client)
-
-
-def worker_environment() -> contextlib.AbstractContextManager:
-    """Dask's configuration while a LocalCluster's nannies spawn their workers: WORKER_ENVIRONMENT added to the
-    environment Dask gives them."""
-    environ = dask.config.get("distributed.nanny.pre-spawn-environ", {})
-    return dask.config.set({"distributed.nanny.pre-spawn-environ": {**WORKER_ENVIRONMENT, **environ}})
 
 
 def _failing_without_workers() -> contextlib.AbstractContextManager:

@@ -54,16 +54,13 @@ def prefect_harness():
 def dask_scheduler():
     """The address of a loopback Dask scheduler with two single-threaded worker processes, for the whole session:
     a release given it (``dask_address``) attaches to it instead of starting and stopping a cluster of its own (the
-    tests of a run's own cluster start theirs). Its workers have the environment deploy/README.md asks of a
-    cluster's workers, as those of a run's own cluster."""
+    tests of a run's own cluster start theirs)."""
     import logging
 
     from distributed import LocalCluster
 
-    from sdc_tasks.cluster import worker_environment
-
-    with worker_environment(), LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1",
-                                            dashboard_address=None, silence_logs=logging.ERROR) as cluster:
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address=None,
+                      silence_logs=logging.ERROR) as cluster:
         yield cluster.scheduler_address
 
 

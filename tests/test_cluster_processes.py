@@ -165,11 +165,10 @@ def test_no_client_is_left_as_the_default_scheduler():
     assert dask.config.get("scheduler", None) in (None, "sync", "synchronous", "threads")
 
 
-def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start_and_malloc_keeps_arrays():
+def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
     """Each worker of the run's own LocalCluster sets numba up once, on its own thread, from its start (the
-    WorkerSetUp plugin), so the first kernel of a release does not wait for it; has frozen its imports out of
-    the garbage collector's passes; and runs with glibc's mmap threshold at 32 MiB beside Dask's trim threshold
-    (cluster.WORKER_ENVIRONMENT); Dask's configuration is left as it was."""
+    WorkerSetUp plugin), so the first kernel of a release does not wait for it; and has frozen its imports out of
+    the garbage collector's passes."""
     from sdc_tasks.cluster import dask_client
 
     def numba_set_up() -> bool:
@@ -180,10 +179,6 @@ def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start_and_malloc
             setup.join(60)
         return len(setups) == 1 and not setups[0].is_alive()
 
-    before = dask.config.get("distributed.nanny.pre-spawn-environ")
     with dask_client(None, 1) as client:
         assert list(client.run(numba_set_up).values()) == [True]
         assert list(client.run(lambda: gc.get_freeze_count() > 10_000).values()) == [True]
-        malloc = client.run(lambda: [os.environ.get(k) for k in ("MALLOC_MMAP_THRESHOLD_", "MALLOC_TRIM_THRESHOLD_")])
-        assert list(malloc.values()) == [["33554432", "65536"]]
-    assert dask.config.get("distributed.nanny.pre-spawn-environ") == before

@@ -158,7 +158,6 @@ def test_slurm_helper_binds_its_scheduler_and_runs_everything_over_tls(monkeypat
     made = FakeSLURMCluster.made[-1]
     assert made["protocol"] == "tls://" and made["interface"] == "ib0"
     assert made["scheduler_options"] == {"dashboard_address": "127.0.0.1:8787"}
-    assert made["job_script_prologue"] == ["export MALLOC_MMAP_THRESHOLD_=33554432"]
     security = made["security"]
     assert security.require_encryption
     for role in ("scheduler", "worker", "client"):

@@ -13,8 +13,7 @@ the certificate and key given, signed by the CA given, so a process without them
 the files must be on storage the nodes see, the key readable by the release's account only. The release
 connects by the scheduler's address, exactly as with ``sdc release --dask-address tls://... --tls-*``; the
 jobs are cancelled when the release ends. Input and output paths must be on storage every node sees at the
-same path. Each job's script exports the workers' malloc setting of a run's own cluster
-(``sdc_tasks.cluster.WORKER_ENVIRONMENT``; deploy/README.md, "Worker memory and spilling").
+same path.
 """
 
 from __future__ import annotations
@@ -26,7 +25,6 @@ from distributed import Client
 from distributed.security import Security
 
 from flows.release import release
-from sdc_tasks.cluster import WORKER_ENVIRONMENT
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -65,8 +63,7 @@ def main(argv: list[str] | None = None) -> None:
     with SLURMCluster(queue=args.queue, account=args.account, cores=args.cores, processes=args.processes,
                       memory=args.memory, walltime=args.walltime, interface=args.interface,
                       local_directory=args.local_directory, protocol="tls://", security=cluster_security(args),
-                      scheduler_options={"dashboard_address": "127.0.0.1:8787"},
-                      job_script_prologue=[f"export {k}={v}" for k, v in WORKER_ENVIRONMENT.items()]) as cluster:
+                      scheduler_options={"dashboard_address": "127.0.0.1:8787"}) as cluster:
         cluster.scale(jobs=args.jobs)
         with Client(cluster) as client:
             client.wait_for_workers(1, timeout=args.wait_timeout)
