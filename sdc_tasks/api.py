@@ -96,7 +96,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
     what = f"input {data}" if is_path(data) else "data"
     original_what = f"original file {original}" if is_path(original) else "original"
     categorical = METHODS[method].kind == "categorical"
-    with output_of(out, overwrite, [data, original]) as target, \
+    with scratch_dir("step") as work, output_of(out, overwrite, [data, original]) as target, \
             scheduling.scheduled([] if lazy else [data, original], client, workers):
         variables = variables or numeric_columns(source, [id_column, strata], what)
         numeric, named = ([], variables) if categorical else (variables, [])
@@ -110,7 +110,7 @@ def masked(data: Data, method: str, params: Mapping[str, Any], *, vars: str | Se
             load_checked(original_source, id_column, variables, original_what)[0]
         staged = steps.apply_step(frame, method, variables, params, StepContext(
             seed, 0, id_column, strata, reference=reference, category_orders=orders, household=household,
-            household_variables=tuple(homes)))
+            household_variables=tuple(homes)), work)
         if target is not None and is_single_file(out):
             write_single_file(staged.frame.compute(), target, out, data)
         elif target is not None:

@@ -11,8 +11,9 @@ import logging
 import os
 import sys
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 import dask
 import dask.dataframe as dd
@@ -198,8 +199,30 @@ def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None)
             yield
     else:  # the threaded scheduler itself: named "threads", Dask would import distributed (0.2 s) to look for a client
         start_numba_setup()
-        with dask.config.set(scheduler=dask.threaded.get), progress.counting_local():
+        with _threads_waited_for() as threads, dask.config.set(scheduler=threads), progress.counting_local():
             yield
+
+
+@contextlib.contextmanager
+def _threads_waited_for() -> Iterator[Callable[..., Any]]:
+    """Dask's threaded scheduler for the block, the graphs computed by the block's own thread on a pool of its
+    own (``num_workers`` of ``dask.config``, else one thread per core, as Dask's), shut down as the block ends: a
+    block left by an exception (Ctrl-C among them) ends only once the tasks those threads were running have
+    returned and the rest are cancelled, so that no task writes into the scratch or output files its caller
+    removes next. A graph computed inside a task runs on Dask's own pools, as before."""
+    pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or dask.threaded.CPU_COUNT)
+    owner = threading.current_thread()
+
+    def threads(dsk: Any, keys: Any, **kwargs: Any) -> Any:
+        """``dask.threaded.get`` on the block's pool when called from the block's thread."""
+        if threading.current_thread() is owner:
+            kwargs.setdefault("pool", pool)
+        return dask.threaded.get(dsk, keys, **kwargs)
+
+    try:
+        yield threads
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
 
 
 @contextlib.contextmanager

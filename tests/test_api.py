@@ -355,6 +355,49 @@ def test_the_active_client_or_the_one_given_runs_the_graphs(continuous):
     assert np.array_equal(from_cluster["AGI"].to_numpy(), expected["AGI"].to_numpy())
 
 
+def test_an_interrupted_mask_removes_its_scratch_files_before_it_returns(continuous, tmp_path, monkeypatch):
+    """Ctrl-C (here raised as the step's figures are read back) ends a call with its scratch directory already
+    removed, not when the interrupt's traceback (which a notebook keeps) is freed."""
+    import tempfile
+
+    import sdc_tasks.masking.methods
+    from sdc_tasks.outputs import scratch_root
+
+    def interrupted(*args, **kwargs):
+        assert [p.name.split(".")[0] for p in scratch_root().iterdir()] == ["step"]
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(sdc_tasks.masking.methods, "outcome_for", interrupted)
+    with pytest.raises(KeyboardInterrupt) as held:
+        mask(continuous, "mdav", k=3)
+    assert held.traceback and list(scratch_root().iterdir()) == []
+
+
+def test_a_run_on_threads_left_by_an_exception_ends_after_the_tasks_its_threads_were_running(cluster_starts):
+    """A run on threads that fails (or is interrupted) returns once its threads' running tasks have ended, so
+    that none writes into the files its caller removes next."""
+    import threading
+    import time
+
+    from sdc_tasks.scheduling import scheduled
+
+    started, ended = threading.Event(), threading.Event()
+
+    def slow():
+        started.set()
+        time.sleep(0.5)
+        ended.set()
+
+    def failing():
+        started.wait(10)
+        raise KeyboardInterrupt
+
+    with pytest.raises(KeyboardInterrupt), dask.config.set(num_workers=2), scheduled([]):
+        dask.compute(dask.delayed(slow)(), dask.delayed(failing)())
+    assert started.is_set() and ended.is_set()
+
+
 def test_a_plain_script_without_a_main_guard_runs_without_worker_processes(tmp_path):
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent("""
