@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import os
+import platform
 import signal
 import socket
 import subprocess
@@ -165,10 +166,12 @@ def test_no_client_is_left_as_the_default_scheduler():
     assert dask.config.get("scheduler", None) in (None, "sync", "synchronous", "threads")
 
 
-def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
+def test_the_workers_of_a_runs_own_cluster_set_numba_up_and_their_heap_as_they_start():
     """Each worker of the run's own LocalCluster sets numba up once, on its own thread, from its start (the
-    WorkerSetUp plugin), so the first kernel of a release does not wait for it; and has frozen its imports out of
-    the garbage collector's passes."""
+    WorkerSetUp plugin), so the first kernel of a release does not wait for it; has frozen its imports out of
+    the garbage collector's passes; runs with glibc's mmap threshold at 32 MiB beside Dask's trim threshold
+    (worker_heap.HEAP_ENVIRONMENT) and the heap trim near its spill threshold; and neither Dask's configuration
+    nor this process's environment keeps the threshold after the cluster."""
     from sdc_tasks.cluster import dask_client
 
     def numba_set_up() -> bool:
@@ -179,6 +182,13 @@ def test_the_workers_of_a_runs_own_cluster_set_numba_up_as_they_start():
             setup.join(60)
         return len(setups) == 1 and not setups[0].is_alive()
 
+    before = dask.config.get("distributed.nanny.pre-spawn-environ")
     with dask_client(None, 1) as client:
         assert list(client.run(numba_set_up).values()) == [True]
         assert list(client.run(lambda: gc.get_freeze_count() > 10_000).values()) == [True]
+        malloc = client.run(lambda: {k: v for k, v in os.environ.items() if k.startswith("MALLOC_")})
+        assert list(malloc.values()) == [{"MALLOC_MMAP_THRESHOLD_": "33554432", "MALLOC_TRIM_THRESHOLD_": "65536"}]
+        trims = client.run(lambda dask_worker: "sdc-heap-trim" in dask_worker.periodic_callbacks)
+        assert list(trims.values()) == [platform.libc_ver()[0] == "glibc"]
+    assert dask.config.get("distributed.nanny.pre-spawn-environ") == before
+    assert "MALLOC_MMAP_THRESHOLD_" not in os.environ

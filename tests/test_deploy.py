@@ -17,6 +17,7 @@ from sdc_tasks.errors import SpecError
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.pipeline.spec import DaskSpec, load_spec
 from sdc_tasks.tls import TlsFiles
+from sdc_tasks.worker_heap import HEAP_ENVIRONMENT
 
 DEPLOY = Path(__file__).resolve().parent.parent / "deploy"
 
@@ -117,6 +118,9 @@ def test_kubernetes_example_names_the_scheduler_service_it_documents():
     ports = {p["name"]: p["port"] for p in doc["spec"]["scheduler"]["service"]["ports"]}
     assert ports["tcp-comm"] == 8786
     assert f"tcp://{doc['metadata']['name']}-scheduler:8786" in (DEPLOY / "cluster" / "kubernetes.yaml").read_text()
+    (worker,) = doc["spec"]["worker"]["spec"]["containers"]
+    assert " ".join(worker["args"]).endswith("--preload sdc_tasks.worker_heap")
+    assert worker["env"] == [{"name": k, "value": str(v)} for k, v in HEAP_ENVIRONMENT.items()]
 
 
 def test_command_line_reports_a_bad_spec_in_one_line(serve_module, tmp_path, capsys):
@@ -158,6 +162,8 @@ def test_slurm_helper_binds_its_scheduler_and_runs_everything_over_tls(monkeypat
     made = FakeSLURMCluster.made[-1]
     assert made["protocol"] == "tls://" and made["interface"] == "ib0"
     assert made["scheduler_options"] == {"dashboard_address": "127.0.0.1:8787"}
+    assert made["job_script_prologue"] == ["export MALLOC_MMAP_THRESHOLD_=33554432"]
+    assert made["worker_extra_args"] == ["--preload", "sdc_tasks.worker_heap"]
     security = made["security"]
     assert security.require_encryption
     for role in ("scheduler", "worker", "client"):

@@ -13,7 +13,8 @@ the certificate and key given, signed by the CA given, so a process without them
 the files must be on storage the nodes see, the key readable by the release's account only. The release
 connects by the scheduler's address, exactly as with ``sdc release --dask-address tls://... --tls-*``; the
 jobs are cancelled when the release ends. Input and output paths must be on storage every node sees at the
-same path.
+same path. Each job's workers run with the heap of a run's own LocalCluster (its environment exported, its trim
+preloaded: ``sdc_tasks.worker_heap``; deploy/README.md, "Worker memory and spilling").
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from distributed import Client
 from distributed.security import Security
 
 from flows.release import release
+from sdc_tasks.worker_heap import HEAP_ENVIRONMENT
 
 
 def argument_parser() -> argparse.ArgumentParser:
@@ -63,7 +65,9 @@ def main(argv: list[str] | None = None) -> None:
     with SLURMCluster(queue=args.queue, account=args.account, cores=args.cores, processes=args.processes,
                       memory=args.memory, walltime=args.walltime, interface=args.interface,
                       local_directory=args.local_directory, protocol="tls://", security=cluster_security(args),
-                      scheduler_options={"dashboard_address": "127.0.0.1:8787"}) as cluster:
+                      scheduler_options={"dashboard_address": "127.0.0.1:8787"},
+                      job_script_prologue=[f"export {k}={v}" for k, v in HEAP_ENVIRONMENT.items()],
+                      worker_extra_args=["--preload", "sdc_tasks.worker_heap"]) as cluster:
         cluster.scale(jobs=args.jobs)
         with Client(cluster) as client:
             client.wait_for_workers(1, timeout=args.wait_timeout)
