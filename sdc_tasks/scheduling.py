@@ -11,7 +11,7 @@ import logging
 import os
 import sys
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Executor, Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -203,26 +203,71 @@ def scheduled(inputs: list[Any], client: Any = None, workers: int | None = None)
             yield
 
 
+class _AwaitedTasks(Executor):
+    """Dask's executor interface over a pool of threads shared by the process, remembering each task it submitted
+    until the task is done, so that the end of a run can wait for the ones still running (:meth:`settled`)."""
+
+    def __init__(self, pool: ThreadPoolExecutor):
+        self.pool, self._max_workers = pool, pool._max_workers
+        self.lock = threading.Lock()
+        self.pending: set[Future] = set()
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future:
+        """Submit to the shared pool and remember the future until it is done."""
+        future = self.pool.submit(fn, *args, **kwargs)
+        with self.lock:
+            self.pending.add(future)
+        future.add_done_callback(self._forget)
+        return future
+
+    def _forget(self, future: Future) -> None:
+        """Drop a done future."""
+        with self.lock:
+            self.pending.discard(future)
+
+    def settled(self) -> None:
+        """Cancel the submitted tasks that have not started; wait for those that run."""
+        with self.lock:
+            left = list(self.pending)
+        for future in left:
+            future.cancel()
+        wait(left)
+
+
+_SHARED_POOLS: dict[int, ThreadPoolExecutor] = {}
+_SHARED_POOLS_LOCK = threading.Lock()
+
+
+def _shared_pool(size: int) -> ThreadPoolExecutor:
+    """The process's pool of ``size`` threads for runs on threads, made at its first use (its threads and their
+    malloc arenas stay warm from one run to the next, as Dask's own pool's do)."""
+    with _SHARED_POOLS_LOCK:
+        if size not in _SHARED_POOLS:
+            _SHARED_POOLS[size] = ThreadPoolExecutor(size, thread_name_prefix="sdc-threads")
+        return _SHARED_POOLS[size]
+
+
 @contextlib.contextmanager
 def _threads_waited_for() -> Iterator[Callable[..., Any]]:
-    """Dask's threaded scheduler for the block, the graphs computed by the block's own thread on a pool of its
-    own (``num_workers`` of ``dask.config``, else one thread per core, as Dask's), shut down as the block ends: a
-    block left by an exception (Ctrl-C among them) ends only once the tasks those threads were running have
-    returned and the rest are cancelled, so that no task writes into the scratch or output files its caller
-    removes next. A graph computed inside a task runs on Dask's own pools, as before."""
-    pool = ThreadPoolExecutor(dask.config.get("num_workers", None) or dask.threaded.CPU_COUNT)
+    """Dask's threaded scheduler for the block, the graphs computed by the block's own thread on the process's
+    shared pool (``num_workers`` of ``dask.config``, else one thread per core, as Dask's) through an
+    :class:`_AwaitedTasks`: a block left by an exception (Ctrl-C among them) ends only once the tasks it had
+    running have returned and the rest are cancelled, so that no task writes into the scratch or output files its
+    caller removes next (Dask's own scheduler leaves them running). A graph computed inside a task runs on Dask's
+    own pools, as before."""
+    tasks = _AwaitedTasks(_shared_pool(dask.config.get("num_workers", None) or dask.threaded.CPU_COUNT))
     owner = threading.current_thread()
 
     def threads(dsk: Any, keys: Any, **kwargs: Any) -> Any:
-        """``dask.threaded.get`` on the block's pool when called from the block's thread."""
+        """``dask.threaded.get`` on the block's tasks when called from the block's thread."""
         if threading.current_thread() is owner:
-            kwargs.setdefault("pool", pool)
+            kwargs.setdefault("pool", tasks)
         return dask.threaded.get(dsk, keys, **kwargs)
 
     try:
         yield threads
     finally:
-        pool.shutdown(wait=True, cancel_futures=True)
+        tasks.settled()
 
 
 @contextlib.contextmanager

@@ -376,7 +376,7 @@ def test_an_interrupted_mask_removes_its_scratch_files_before_it_returns(continu
 
 def test_a_run_on_threads_left_by_an_exception_ends_after_the_tasks_its_threads_were_running(cluster_starts):
     """A run on threads that fails (or is interrupted) returns once its threads' running tasks have ended, so
-    that none writes into the files its caller removes next."""
+    that none writes into the files its caller removes next; the next run uses the same threads."""
     import threading
     import time
 
@@ -396,6 +396,8 @@ def test_a_run_on_threads_left_by_an_exception_ends_after_the_tasks_its_threads_
     with pytest.raises(KeyboardInterrupt), dask.config.set(num_workers=2), scheduled([]):
         dask.compute(dask.delayed(slow)(), dask.delayed(failing)())
     assert started.is_set() and ended.is_set()
+    with dask.config.set(num_workers=2), scheduled([]):  # the threads, shared by the process's runs, go on
+        assert dask.compute(dask.delayed(threading.current_thread)())[0].name.startswith("sdc-threads")
 
 
 def test_a_plain_script_without_a_main_guard_runs_without_worker_processes(tmp_path):
