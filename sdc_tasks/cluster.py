@@ -82,12 +82,12 @@ class WithheldWorkerErrors(WorkerPlugin):
 
 class WorkerSetUp(WorkerPlugin):
     """Worker plugin of the run's own LocalCluster: each worker sets numba up on a thread as it starts
-    (``scheduling.start_numba_setup``), while the run validates its input, not at its first kernel; near its
-    spill threshold gives its heap's free pages back (``worker_heap.start_heap_trim``: its workers start with the
-    heap of ``worker_heap.HEAP_ENVIRONMENT``); and freezes
-    the objects it holds out of the garbage collector's passes (``gc.freeze``, as ``sdc`` itself does: cli.main)
-    as it starts (its imports) and as it closes (all of them), so that its process ends without Python's
-    finalization going over them: a 2-worker cluster closes in 0.13-0.19 s instead of 0.68-0.74 s."""
+    (``scheduling.start_numba_setup``), while the run validates its input, not at its first kernel; gives its
+    heap's free pages back whenever it is above its spill threshold (``worker_heap.start_heap_trim``: the workers
+    start with the heap of ``worker_heap.HEAP_ENVIRONMENT``); and freezes the objects it holds out of the garbage
+    collector's passes (``gc.freeze``, as ``sdc`` itself does: cli.main) as it starts (its imports) and as it
+    closes (all of them), so that its process ends without Python's finalization going over them: a 2-worker
+    cluster closes in 0.13-0.19 s instead of 0.68-0.74 s."""
 
     name = "sdc-worker-setup"
 
@@ -166,7 +166,8 @@ _RELEASED_WORK_FILTER = _ReleasedWorkReports()
 def dask_client(address: str | None = None, workers: int = 2, threads_per_worker: int = 1,
                 memory_limit: str = "auto", tls: TlsFiles = TlsFiles()) -> Iterator[Client]:
     """Yield a client whose workers log failed tasks without their data or messages; a LocalCluster started
-    here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, is started without
+    here listens on 127.0.0.1 only, keeps its workers' files in a private scratch directory, gives its workers the
+    heap of ``worker_heap`` (reused for arrays below 32 MiB, trimmed near their spill threshold), is started without
     the terminal's SIGINT (an interrupted run stops it; a SIGINT or SIGTERM during its start ends the run right
     after) and is closed on exit, the scratch directories its stopped workers left then removed; an attached
     scheduler (over TLS with ``tls``) is left running. The dashboard's URL is logged when the client connects
