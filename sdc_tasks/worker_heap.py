@@ -56,6 +56,13 @@ def _malloc_trim() -> Callable[[int], int] | None:
     return ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
 
 
+def _trim_threshold(manager: Any) -> float | None:
+    """The process memory above which a worker's heap is trimmed: its spill threshold, else its pause threshold
+    (fractions of its memory limit, Dask's ``WorkerMemoryManager``); None without a limit or either fraction."""
+    fraction = manager.memory_spill_fraction or manager.memory_pause_fraction
+    return manager.memory_limit * fraction if manager.memory_limit and fraction else None
+
+
 class HeapTrim:
     """The periodic check of one worker: when its process memory is above Dask's spill threshold (where spilling
     starts; pausing comes later), ``malloc_trim(0)`` returns the heap's free pages, at most TRIM_SHARE of the
@@ -63,9 +70,8 @@ class HeapTrim:
     and a worker above the pause threshold stayed paused, its run waiting without end."""
 
     def __init__(self, worker: Any, trim: Callable[[int], int]):
-        manager = worker.memory_manager
         self.monitor, self.trim = worker.monitor, trim
-        self.threshold = manager.memory_limit * (manager.memory_spill_fraction or manager.memory_pause_fraction)
+        self.threshold = _trim_threshold(worker.memory_manager)
         self.next_at = 0.0
 
     def __call__(self) -> None:
@@ -82,9 +88,8 @@ def start_heap_trim(worker: Any) -> None:
     periodic callbacks); nothing for a worker without a memory limit, spill and pause thresholds, or glibc."""
     from tornado.ioloop import PeriodicCallback
 
-    manager, trim = worker.memory_manager, _malloc_trim()
-    if trim is None or not manager.memory_limit or not (manager.memory_spill_fraction or
-                                                         manager.memory_pause_fraction):
+    trim = _malloc_trim()
+    if trim is None or _trim_threshold(worker.memory_manager) is None:
         return
     previous = worker.periodic_callbacks.get(TRIM_CALLBACK)
     if previous is not None:  # set up again (a plugin registered twice): one trim per worker
