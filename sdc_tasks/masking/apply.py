@@ -88,6 +88,14 @@ def stratum_labels(ddf: dd.DataFrame, strata: str | None) -> list:
     return sorted(ddf[strata].dropna().unique().compute().tolist(), key=str)
 
 
+def stratum_sizes(frame: dd.DataFrame, strata_count: int, records: int, strata: str | None) -> np.ndarray:
+    """Records of each stratum, by the stratum codes of ``frame``'s block column (a pass over the file); without
+    strata the file's ``records``, one stratum, with no pass."""
+    if strata is None:
+        return np.array([records], dtype=np.int64)
+    return np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=strata_count).astype(np.int64)
+
+
 def _positions_meta(variables: list[str]) -> pd.DataFrame:
     """Empty frame with the mask stage's columns: _pos and the masked variables."""
     return pd.DataFrame({B.POS_COL: pd.Series(dtype="int64"), **{v: pd.Series(dtype="float64") for v in variables}})
@@ -237,7 +245,7 @@ def block_records(ddf: dd.DataFrame, variables: list[str], block_size: int, k: i
     args = (variables, ctx.id_column, ctx.strata, codes, m.mean, m.sd, axes)
     key_parts = [dask.delayed(_key_frame)(part, int(offsets[i]), *args) for i, part in enumerate(ddf.to_delayed())]
     frame = dd.from_delayed(key_parts, meta=_key_frame(ddf._meta, 0, *args), verify_meta=False)
-    sizes = np.bincount(frame[B.BLOCK_COL].compute().to_numpy(), minlength=len(labels)).astype(np.int64)
+    sizes = stratum_sizes(frame, len(labels), int(offsets[-1]), ctx.strata)
     too_small = [int(n) for n in sizes if n < max(k, unit)]
     if too_small:
         scope = f"the stratum of {ctx.strata!r}" if ctx.strata else "the file"
