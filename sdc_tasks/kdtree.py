@@ -237,7 +237,9 @@ def nearest_records(tree: KdTree, queries: np.ndarray) -> np.ndarray:
 @numba.njit(cache=True, nogil=True)
 def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop, dim, split, left, right, lo, hi):
     """Per query: points strictly nearer than ``d_own`` (stopping at ``cap``) and points as near (within ``rtol``
-    relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts)."""
+    relative), searched in the closed ball of ``radius`` (sdc_tasks.metrics.risk.linkage_counts). A node goes on the
+    search stack only when its box meets the ball (the far child first checked against the gap to the split, which
+    its box's bound is at least), so every node taken from the stack is searched."""
     m = queries.shape[0]
     closer = np.zeros(m, dtype=np.int64)
     tied = np.zeros(m, dtype=np.int64)
@@ -246,13 +248,12 @@ def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop
         q, own = queries[k], d_own[k]
         tol = rtol * own
         r2 = radius[k] * radius[k]
-        c, t, top = 0, 0, 1
-        nodes[0] = 0
+        c, t, top = 0, 0, 0
+        if box_bound_over(q, lo, hi, 0, r2) <= r2:
+            nodes[0], top = 0, 1
         while top > 0 and c < cap:
             top -= 1
             node = nodes[top]
-            if box_bound_over(q, lo, hi, node, r2) > r2:
-                continue
             axis = dim[node]
             if axis < 0:
                 for a in range(start[node], stop[node]):
@@ -267,7 +268,14 @@ def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop
                     elif abs(dist - own) <= tol:
                         t += 1
                 continue
-            top = _push_children(nodes, top, node, q, split, dim, left, right, r2)
+            gap = q[axis] - split[node]
+            near, far = (left[node], right[node]) if gap < 0 else (right[node], left[node])
+            if gap * gap <= r2 and box_bound_over(q, lo, hi, far, r2) <= r2:
+                nodes[top] = far
+                top += 1
+            if box_bound_over(q, lo, hi, near, r2) <= r2:
+                nodes[top] = near
+                top += 1
         closer[k], tied[k] = c, t
     return closer, tied
 
