@@ -78,6 +78,35 @@ def one_graph(values: int) -> bool:
     return values <= ONE_GRAPH_VALUES
 
 
+def computed_in_turn(tasks: list[Any], at_once: int) -> list:
+    """The values of the Dask ``tasks`` (Delayed objects), in their order, with at most ``at_once`` of them
+    submitted at a time. On a ``distributed`` client the next is submitted as soon as one is done (Dask's
+    ``as_completed`` pattern), so no worker waits for the slowest of a batch, and a task already assigned to a worker
+    that still computes another gets its inputs meanwhile; those not done when the call ends by an exception are
+    cancelled. On Dask's local schedulers they are computed in batches of ``at_once``."""
+    at_once = max(1, at_once)
+    client = _distributed_client()
+    if client is None:
+        return [v for i in range(0, len(tasks), at_once) for v in dask.compute(*tasks[i:i + at_once])]
+    from distributed import as_completed
+
+    values: list = [None] * len(tasks)
+    running = {client.compute(task): i for i, task in enumerate(tasks[:at_once])}
+    queue = as_completed(list(running))
+    following = at_once
+    try:
+        for future in queue:
+            values[running.pop(future)] = future.result()
+            if following < len(tasks):
+                submitted = client.compute(tasks[following])
+                running[submitted] = following
+                queue.add(submitted)
+                following += 1
+    finally:
+        client.cancel(list(running))
+    return values
+
+
 def task_memory() -> int:
     """Bytes one task of this thread's next computation may count on: the smallest worker memory limit of its
     ``distributed`` client shared by the worker's threads (the machine's available memory for a worker without a

@@ -449,3 +449,84 @@ def test_a_tasks_memory_and_the_tasks_at_once_are_the_schedulers():
         assert scheduling.task_memory() == 2**30
     with dask.config.set(scheduler="synchronous"):
         assert scheduling.parallel_tasks() == 1
+
+
+_STARTS_AND_ENDS: list = []
+"""What the tasks of a computation in turn did, in order: ("start", i) and ("end", i) (the cluster's workers are
+threads of the test's process)."""
+
+
+def _watched(i: int, fail: bool = False, seconds: float = 0.05) -> int:
+    """Task ``i`` of a computation in turn: notes its start and end, sleeps ``seconds``, and raises where
+    ``fail``."""
+    import time
+
+    _STARTS_AND_ENDS.append(("start", i))
+    time.sleep(seconds)
+    if fail:
+        raise ValueError(f"task {i} failed")
+    _STARTS_AND_ENDS.append(("end", i))
+    return i * i
+
+
+def _most_at_once(log: list) -> int:
+    """The most tasks of ``log`` running at the same time."""
+    running, most = 0, 0
+    for event, _ in log:
+        running += 1 if event == "start" else -1
+        most = max(most, running)
+    return most
+
+
+def test_tasks_computed_in_turn_come_back_in_order_with_at_most_so_many_running():
+    """On a cluster of four worker threads, nine tasks two at a time, the first slow: their values in the tasks'
+    order, never more than two running, each started once, the others started one after another while the first
+    runs (no batch waits for its slowest); on Dask's synchronous scheduler the same values."""
+    from distributed import Client, LocalCluster
+
+    _STARTS_AND_ENDS.clear()
+    tasks = [dask.delayed(_watched)(i, False, 1.0 if i == 0 else 0.05, pure=False) for i in range(9)]
+    with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        assert scheduling.computed_in_turn(tasks, 2) == [i * i for i in range(9)]
+    assert sorted(i for event, i in _STARTS_AND_ENDS if event == "start") == list(range(9))
+    assert _most_at_once(_STARTS_AND_ENDS) == 2
+    assert _STARTS_AND_ENDS.index(("start", 8)) < _STARTS_AND_ENDS.index(("end", 0))
+    with dask.config.set(scheduler="synchronous"):
+        assert scheduling.computed_in_turn(tasks, 2) == [i * i for i in range(9)]
+
+
+def test_a_failing_task_computed_in_turn_raises_and_the_tasks_after_it_never_start():
+    """The third of eight tasks, one at a time, fails: the call raises its error, no later task starts and the
+    scheduler is left with none to run."""
+    from distributed import Client, LocalCluster
+
+    _STARTS_AND_ENDS.clear()
+    tasks = [dask.delayed(_watched)(i, i == 2, pure=False) for i in range(8)]
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster) as client:
+        with pytest.raises(ValueError, match="task 2 failed"):
+            scheduling.computed_in_turn(tasks, 1)
+        states = client.run_on_scheduler(lambda dask_scheduler: [t.state for t in dask_scheduler.tasks.values()])
+        assert set(states) <= {"erred"}
+    assert [i for event, i in _STARTS_AND_ENDS if event == "start"] == [0, 1, 2]
+
+
+def test_gathered_order_measures_in_turn_on_a_cluster_equal_the_synchronous_ones(tied, monkeypatch):
+    """Each variable's columns gathered on one task, the tasks submitted in turn on a cluster (the large-file
+    path: no single graph): the same measures as on Dask's synchronous scheduler."""
+    from distributed import Client, LocalCluster
+
+    pairs = _uneven(tied, 7)
+    sd = {v: float(tied[v].to_numpy().std()) for v in ("a", "b", "c")}
+    args = (None, "rid", ["a", "b", "c"], sd, N, OrderAsked(True, True, True))
+    with dask.config.set(scheduler="synchronous"):
+        expected = order_measures.order_measures(pairs, *args)
+    monkeypatch.setattr(scheduling, "ONE_GRAPH_VALUES", 0)
+    with LocalCluster(n_workers=2, threads_per_worker=1, processes=False, dashboard_address=None) as cluster, \
+            Client(cluster):
+        got = order_measures.order_measures(pairs, *args)
+    for v in ("a", "b", "c"):
+        assert got[v].rank_errors == expected[v].rank_errors
+        assert np.array_equal(got[v].hits, expected[v].hits)
+        assert np.array_equal(got[v].quantile_terms[0], expected[v].quantile_terms[0])

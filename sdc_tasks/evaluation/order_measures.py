@@ -41,7 +41,7 @@ from sdc_tasks.metrics.risk import (
 from sdc_tasks.metrics.variable_profile import OrderFigures, order_figures
 from sdc_tasks.outputs import spill_area
 from sdc_tasks.reserved import MASKED_SUFFIX
-from sdc_tasks.scheduling import one_graph, one_task_holds, parallel_tasks
+from sdc_tasks.scheduling import computed_in_turn, one_graph, one_task_holds, parallel_tasks
 from sdc_tasks.stats.moments import tree_merge
 from sdc_tasks.stats.order import SortedValues
 
@@ -252,16 +252,16 @@ def order_measures(pairs: dd.DataFrame, files: tuple[dd.DataFrame, dd.DataFrame]
                    spill: Path | None = None) -> dict:
     """{variable: :class:`OrderMeasures`} of the paired records (``files``: the original and masked files, None
     when the pairs hold every record of both; ``sd``: each variable's original sd, for SDID): for files of at most
-    GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, as many
-    at once as the scheduler runs tasks, so that a worker holds one variable's columns at a time; all at once where
-    they are few, ``scheduling.one_graph``), else each sorted across the partitions, one variable at a time
-    (``spill``: see :func:`variable_order_measures`)."""
+    GATHER_ROWS ``records``, each variable's paired columns gathered on one worker (one task per variable, one more
+    at a time than the scheduler runs tasks, the next submitted as one ends: ``scheduling.computed_in_turn``, so that
+    a worker holds the columns of the variable it measures and at most those of the next, which it gathers meanwhile;
+    all at once where they are few, ``scheduling.one_graph``), else each sorted across the partitions, one variable
+    at a time (``spill``: see :func:`variable_order_measures`)."""
     if gathers(records):
         tasks = [dask.delayed(_gathered_measures)(
             pairs[[id_col, v, v + MASKED_SUFFIX]].to_delayed(),
             None if files is None else tuple(f[[v]].to_delayed() for f in files), id_col, v, sd[v], asked)
             for v in variables]
-        at_once = max(1, len(tasks)) if one_graph(records * len(variables)) else parallel_tasks()
-        done = [m for i in range(0, len(tasks), at_once) for m in dask.compute(*tasks[i:i + at_once])]
-        return dict(zip(variables, done))
+        at_once = len(tasks) if one_graph(records * len(variables)) else parallel_tasks() + 1
+        return dict(zip(variables, computed_in_turn(tasks, at_once)))
     return {v: variable_order_measures(pairs, files, id_col, v, sd[v], asked, spill) for v in variables}
