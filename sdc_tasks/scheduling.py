@@ -82,8 +82,9 @@ def computed_in_turn(tasks: list[Any], at_once: int) -> list:
     """The values of the Dask ``tasks`` (Delayed objects), in their order, with at most ``at_once`` of them
     submitted at a time. On a ``distributed`` client the next is submitted as soon as one is done (Dask's
     ``as_completed`` pattern), so no worker waits for the slowest of a batch, and a task already assigned to a worker
-    that still computes another gets its inputs meanwhile; those not done when the call ends by an exception are
-    cancelled. On Dask's local schedulers they are computed in batches of ``at_once``."""
+    that still computes another gets its inputs meanwhile; the futures are released as the call ends, as
+    ``dask.compute`` releases its own, so those not done when it ends by an exception are dropped. On Dask's local
+    schedulers they are computed in batches of ``at_once``."""
     at_once = max(1, at_once)
     client = _distributed_client()
     if client is None:
@@ -91,19 +92,17 @@ def computed_in_turn(tasks: list[Any], at_once: int) -> list:
     from distributed import as_completed
 
     values: list = [None] * len(tasks)
-    running = {client.compute(task): i for i, task in enumerate(tasks[:at_once])}
-    queue = as_completed(list(running))
-    following = at_once
+    submitted = [client.compute(task) for task in tasks[:at_once]]
+    queue = as_completed(submitted, with_results=True)
     try:
-        for future in queue:
-            values[running.pop(future)] = future.result()
-            if following < len(tasks):
-                submitted = client.compute(tasks[following])
-                running[submitted] = following
-                queue.add(submitted)
-                following += 1
+        for future, value in queue:
+            values[submitted.index(future)] = value
+            if len(submitted) < len(tasks):
+                submitted.append(client.compute(tasks[len(submitted)]))
+                queue.add(submitted[-1])
     finally:
-        client.cancel(list(running))
+        for future in submitted:
+            future.release()
     return values
 
 
