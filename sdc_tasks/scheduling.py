@@ -84,10 +84,11 @@ def computed_in_turn(tasks: list[Any], at_once: int) -> list:
     ``as_completed`` pattern), so no worker waits for the slowest of a batch, and a task already assigned to a worker
     that still computes another gets its inputs meanwhile; the futures are released as the call ends, as
     ``dask.compute`` releases its own, so those not done when it ends by an exception are dropped. On Dask's local
-    schedulers they are computed in batches of ``at_once``."""
+    schedulers they are computed in batches of ``at_once``, and anywhere all at once as one graph (one round trip to
+    the scheduler) where ``at_once`` covers them all."""
     at_once = max(1, at_once)
     client = _distributed_client()
-    if client is None:
+    if client is None or at_once >= len(tasks):
         return [v for i in range(0, len(tasks), at_once) for v in dask.compute(*tasks[i:i + at_once])]
     from distributed import as_completed
 

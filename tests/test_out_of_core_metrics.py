@@ -478,10 +478,11 @@ def _most_at_once(log: list) -> int:
     return most
 
 
-def test_tasks_computed_in_turn_come_back_in_order_with_at_most_so_many_running():
+def test_tasks_computed_in_turn_come_back_in_order_with_at_most_so_many_running(monkeypatch):
     """On a cluster of four worker threads, nine tasks two at a time, the first slow: their values in the tasks'
     order, never more than two running, each started once, the others started one after another while the first
-    runs (no batch waits for its slowest); on Dask's synchronous scheduler the same values."""
+    runs (no batch waits for its slowest); all nine at once: one graph, no task submitted alone; on Dask's
+    synchronous scheduler the same values."""
     from distributed import Client, LocalCluster
 
     _STARTS_AND_ENDS.clear()
@@ -489,9 +490,13 @@ def test_tasks_computed_in_turn_come_back_in_order_with_at_most_so_many_running(
     with LocalCluster(n_workers=2, threads_per_worker=2, processes=False, dashboard_address=None) as cluster, \
             Client(cluster):
         assert scheduling.computed_in_turn(tasks, 2) == [i * i for i in range(9)]
-    assert sorted(i for event, i in _STARTS_AND_ENDS if event == "start") == list(range(9))
-    assert _most_at_once(_STARTS_AND_ENDS) == 2
-    assert _STARTS_AND_ENDS.index(("start", 8)) < _STARTS_AND_ENDS.index(("end", 0))
+        in_turn = list(_STARTS_AND_ENDS)
+        with monkeypatch.context() as alone:
+            alone.setattr(Client, "compute", lambda *args, **kwargs: pytest.fail("a task submitted alone"))
+            assert scheduling.computed_in_turn(tasks, 9) == [i * i for i in range(9)]
+    assert sorted(i for event, i in in_turn if event == "start") == list(range(9))
+    assert _most_at_once(in_turn) == 2
+    assert in_turn.index(("start", 8)) < in_turn.index(("end", 0))
     with dask.config.set(scheduler="synchronous"):
         assert scheduling.computed_in_turn(tasks, 2) == [i * i for i in range(9)]
 
