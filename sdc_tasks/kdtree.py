@@ -249,7 +249,7 @@ def _capped_counts(queries, d_own, radius, rtol, cap, perm, ordered, start, stop
         tol = rtol * own
         r2 = radius[k] * radius[k]
         c, t, top = 0, 0, 0
-        if box_bound_over(q, lo, hi, 0, r2) <= r2:
+        if box_bound_over(q, lo, hi, np.int64(0), r2) <= r2:
             nodes[0], top = 0, 1
         while top > 0 and c < cap:
             top -= 1
