@@ -53,3 +53,16 @@ def test_rank_swapping_is_compiled_for_no_literal_integer():
         perm = rank_swap_permutation(2000, 15, uniforms, partner)
         assert np.array_equal(perm[perm], np.arange(2000)), partner  # an involution
     assert literal_signatures() == {}
+
+
+def test_distance_linkage_counts_are_compiled_for_no_literal_integer():
+    from sdc_tasks.kdtree import kd_tree
+    from sdc_tasks.metrics.risk import exact_distances, linkage_counts
+
+    rng = np.random.default_rng(9)
+    originals = rng.normal(size=(500, 3))
+    masked = originals + rng.normal(scale=0.1, size=originals.shape)
+    own = exact_distances(masked, originals)
+    closer, tied = linkage_counts(kd_tree(originals), masked, own)
+    assert (tied[closer < 2] >= 1).all()  # the own original ties with itself wherever the count is exact
+    assert literal_signatures() == {}
