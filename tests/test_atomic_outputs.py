@@ -387,6 +387,7 @@ def test_apply_step_scratch_lives_in_the_private_scratch_directory(private_tmp, 
                         validate_params("mdav", {"k": 3}), StepContext(0, 0, "record_id", None))
     (scratch,) = list(O.scratch_root().iterdir())
     assert scratch.name.startswith(f"step.{O.HOST_TAG}.{os.getpid()}.") and mode(scratch) == 0o700
+    assert sorted(p.name for p in scratch.iterdir()) == ["masked-values"]  # the blocks removed once masked
     assert len(staged.frame.compute()) == 30
 
 

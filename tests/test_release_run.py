@@ -5,6 +5,7 @@ once, and reads the input file once into a checkpoint (a handful of opens, where
 from __future__ import annotations
 
 import builtins
+import contextlib
 import io
 import json
 from pathlib import Path
@@ -17,8 +18,9 @@ import sdc_tasks.pipeline.stages
 from sdc_tasks.errors import ReleaseRefused
 from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
-from sdc_tasks.pipeline.run import run_release
+from sdc_tasks.pipeline.run import LOG, Stages, released, run_release
 from sdc_tasks.pipeline.spec import load_spec
+from sdc_tasks.pipeline.stages import WORK_DIR, block_stage, mask_stage, write_stage
 from sdc_tasks.pipeline.summary import ReleaseSummary
 
 MDAV = [{"method": "mdav", "params": {"k": 3}}]
@@ -154,3 +156,34 @@ def test_the_release_report_opens_with_the_headline_and_shows_each_variable(publ
     assert sum(v["measures"]["brMAE"] for v in variables) / len(variables) == pytest.approx(summary.metrics["brMAE"])
     assert text.count('<img src="data:image/png;base64,') == 4  # distributions, DLD curve, correlations, R-U map
     assert 'src="ru_map.png"' not in text
+
+
+def test_each_stage_removes_the_scratch_that_only_it_read(tmp_path, client):
+    """A release of two steps (MDAV on blocks, then rank swapping): the mask stage removes the blocks it read, the
+    write stage the masked values it read and the output of the step before (its input), so that a large release
+    keeps no copy of the file that no later stage reads; what later stages read stays until they have run."""
+    seen = []
+
+    def noted(stage):
+        def run(spec, i, paths):
+            out = stage(spec, i, paths)
+            work = paths.root / WORK_DIR
+            seen.append((stage.__name__, i, sorted(str(p.relative_to(work)) for p in work.glob("step-*/*"))))
+            return out
+        return run
+
+    @contextlib.contextmanager
+    def on_client():
+        with client.as_current():
+            yield client
+
+    steps = [{"method": "mdav", "params": {"k": 3}}, {"method": "rankswap", "params": {"p": 15}}]
+    spec = load_spec(demo_spec_file(tmp_path, steps=steps, metrics=["il"], gate={"max": {"IL": 100.0}}))
+    summary = released(spec, on_client(), Stages(block=noted(block_stage), mask=noted(mask_stage),
+                                                 write=noted(write_stage)), LOG)
+    assert summary.published and summary.records_out == 1080
+    assert seen == [("block_stage", 0, ["step-00/blocks"]),
+                    ("mask_stage", 0, ["step-00/masked-values"]),
+                    ("write_stage", 0, ["step-00/output"]),
+                    ("mask_stage", 1, ["step-00/output", "step-01/masked-values"]),
+                    ("write_stage", 1, [])]

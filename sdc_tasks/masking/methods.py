@@ -143,7 +143,8 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
                work_dir: str | Path | None = None) -> Applied:
     """Run block, mask and restore for one method, each stage written to Parquet under ``work_dir`` (a
     private scratch directory when None, ``sdc_tasks.outputs.scratch_dir``, kept until the returned frame has
-    been computed or written); a post-masking method's outcome with it."""
+    been computed or written; the blocks removed once the masked values are written); a post-masking method's
+    outcome with it."""
     scratch = scratch_dir("step") if work_dir is None else None
     root = Path(scratch.name if scratch else work_dir)
     source, blocks = ddf, A.scope_count(ddf, ctx)
@@ -151,5 +152,6 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
         blocks = blocks_written(method, ddf, variables, params, ctx, root)
         source = read_table(root / BLOCKS, "parquet")
     masked = masked_values_written(method, source, variables, params, ctx, root)
+    shutil.rmtree(root / BLOCKS, ignore_errors=True)
     restored = A.restore_order(ddf, read_table(masked, "parquet"), variables, root / RESTORE_SCRATCH)
     return Applied(restored.frame, blocks, (*restored.pinned, scratch), outcome_for(method, params, masked))

@@ -153,7 +153,8 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 
 
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
-    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values;
+    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values, then
+    remove the blocks it read (a blocked method's block stage wrote them for this stage alone);
     returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
     for a post-masking or record swapping step, what it reached (``PostMaskOutcome.as_dict``,
     ``SwapOutcome.as_dict``; None otherwise)."""
@@ -162,13 +163,15 @@ def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     blocked = needs_blocks(spec, i)
     frame = read_table(paths.work(i) / BLOCKS, "parquet") if blocked else source
     outcome = outcome_for(method, params, masked_values_written(method, frame, variables, params, ctx, paths.work(i)))
-    return {"blocks": None if blocked else scope_count(source, ctx),
-            "outcome": None if outcome is None else outcome.as_dict()}
+    scopes = None if blocked else scope_count(source, ctx)
+    remove_tree(paths.work(i) / BLOCKS)
+    return {"blocks": scopes, "outcome": None if outcome is None else outcome.as_dict()}
 
 
 def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
     """Stage 'write': put step ``i``'s masked values back in input order and write the step's output (the last
-    step's: masked/, without the working columns of :func:`unpublished`)."""
+    step's: masked/, without the working columns of :func:`unpublished`); then remove what only this stage read,
+    the step's masked values and the step's input when an earlier step wrote it."""
     variables = spec.step_variables(i)
     last = i == len(spec.steps) - 1
     target = paths.output(i, last=last)
@@ -178,7 +181,11 @@ def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
         staged = restore_order(step_source(spec, i, paths), masked, variables, files)
         frame = staged.frame.drop(columns=hidden) if hidden else staged.frame
         (write_parquet if last else write_scratch_parquet)(frame, target)
-    return {"rows": int(sum(parquet_row_counts(target)))}
+    rows = int(sum(parquet_row_counts(target)))
+    remove_tree(paths.work(i) / MASKED_VALUES)
+    if i > 0:
+        remove_tree(paths.output(i - 1, last=False))
+    return {"rows": rows}
 
 
 def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
