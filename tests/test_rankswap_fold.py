@@ -244,3 +244,17 @@ def test_the_fold_graph_grows_with_the_partitions_not_their_square(tmp_path, syn
     (edges_20, bytes_20), (edges_80, bytes_80) = graph_of(20), graph_of(80)
     assert edges_80 <= 4.5 * edges_20
     assert bytes_80 <= 4.5 * bytes_20
+
+
+@pytest.mark.parametrize("scopes, dtype", [(1, np.uint8), (256, np.uint8), (257, np.uint16), (70_000, np.uint32)])
+def test_the_sort_keys_hold_each_scope_code_in_the_smallest_type(scopes, dtype):
+    """A key file of the fold holds the scope code in the smallest unsigned type for the scopes' number (a byte a
+    record up to 256 scopes), each record's code its stratum's place among the labels."""
+    from sdc_tasks.masking import fold
+    from sdc_tasks.reserved import SCOPE_COL
+
+    labels = list(range(scopes))
+    part = pd.DataFrame({"x": [2.5, 1.0, 4.0], "rid": [7, 8, 9], "s": [labels[-1], labels[0], labels[scopes // 2]]})
+    keys = fold._sort_keys(part, np.arange(3, dtype=np.int64), "x", "rid", "s" if scopes > 1 else None, labels)
+    assert keys[SCOPE_COL].dtype == dtype
+    assert keys[SCOPE_COL].tolist() == ([scopes - 1, 0, scopes // 2] if scopes > 1 else [0, 0, 0])

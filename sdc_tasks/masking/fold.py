@@ -96,13 +96,16 @@ def scopes_of(ddf: dd.DataFrame, strata: str | None, total: int) -> Scopes:
 
 def _sort_keys(part: pd.DataFrame, positions: np.ndarray, var: str, id_col: str, strata: str | None,
                labels: list) -> pd.DataFrame:
-    """The sort keys for ``var`` of the records of ``part`` at the file's ``positions``: scope code, value, id and
-    position; a non-finite value is an error naming the variable and the record's position."""
+    """The sort keys for ``var`` of the records of ``part`` at the file's ``positions``: scope code (in the smallest
+    unsigned integer type that holds the codes: a byte a record where there are at most 256 scopes, instead of eight
+    in every key file of the fold), value, id and position; a non-finite value is an error naming the variable and
+    the record's position."""
     values = part[var].to_numpy(dtype=np.float64)
     bad = ~np.isfinite(values)
     if bad.any():
         raise ValueError(f"variable {var!r} has a non-finite value in record {int(positions[np.argmax(bad)])}")
-    codes = (pd.Index(labels).get_indexer(part[strata]) if strata else np.zeros(len(part))).astype(np.int64)
+    code_type = np.min_scalar_type(max(len(labels) - 1, 0))
+    codes = (pd.Index(labels).get_indexer(part[strata]) if strata else np.zeros(len(part))).astype(code_type)
     return pd.DataFrame({SCOPE_COL: codes, VALUE_COL: values, id_col: part[id_col].to_numpy(), POS_COL: positions})
 
 
