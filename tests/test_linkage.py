@@ -274,3 +274,35 @@ def test_routing_groups_hold_about_route_rows_records_in_at_least_four_groups():
     with mock.patch.object(linkage, "ROUTE_ROWS", 700):
         assert linkage.chunked(list(range(5)), 1_500) == [[0, 1], [2, 3], [4]]
         assert [len(g) for g in linkage.chunked(list(range(6)), 800)] == [2, 2, 2]
+
+
+def test_linkage_kept_in_files_gives_on_worker_processes_the_credits_held_in_memory(dask_scheduler, tmp_path):
+    """A distance linkage graph that keeps its tasks' results in files (each routed piece picked inside the task
+    that reads it, no task of its own) gives, on the session's two worker processes, the credits of the same graph
+    held in memory and run in this process, in several routing groups and cells."""
+    from distributed import Client
+
+    from sdc_tasks.reserved import MASKED_SUFFIX
+
+    rng = np.random.default_rng(3)
+    n, cols = 3_000, ["a", "b", "c"]
+    x = rng.lognormal(size=(n, 3))
+    xm = x + rng.normal(size=(n, 3)) * x.std(axis=0) * 0.05
+    pairs = pd.DataFrame(x, columns=cols).assign(id=np.arange(n))
+    for j, c in enumerate(cols):
+        pairs[c + MASKED_SUFFIX] = xm[:, j]
+    parts = dd.from_pandas(pairs, npartitions=6).to_delayed()
+    with dask.config.set(scheduler="synchronous"):
+        sizes = [len(p) for p in dask.compute(*parts)]
+
+    def credits(files):
+        with mock.patch.object(linkage, "ROUTE_ROWS", 800):
+            return linkage.linkage_graph(parts, parts, sizes, "id", cols, x.mean(axis=0), x.std(axis=0), n,
+                                         cell_rows=300, files=files)
+
+    with dask.config.set(scheduler="synchronous"):
+        held = credits(None).compute()
+    (tmp_path / "files").mkdir()
+    with Client(dask_scheduler, set_as_default=False) as client:
+        kept = client.compute(credits(tmp_path / "files")).result()
+    assert np.array_equal(kept, held) and 0 < held[0] < n

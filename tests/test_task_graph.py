@@ -43,6 +43,7 @@ def test_a_graph_with_files_keeps_results_there_and_computes_the_same(tmp_path):
         stored = dask.compute(g.result(split[0]))[0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [*(f"split-{i}" for i in range(4)), "cell-0", "cell-1", "total-0-0"])
+    assert len(g.tasks) == 4 + 2 + 1  # the items picked inside the cells' tasks: no task of their own
     assert isinstance(stored, tuple) and np.array_equal(stored[0], np.arange(5) % 3)
     task = g.tasks[split[0].key]
     assert isinstance(task(dict.fromkeys(task.dependencies, parts[0].compute())), StoredTuple)
