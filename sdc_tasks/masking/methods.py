@@ -104,11 +104,15 @@ masked values are written."""
 
 def masked_values_written(method: str, source: dd.DataFrame, variables: list[str], params: dict[str, Any],
                           ctx: A.StepContext, work_dir: Path) -> Path:
-    """Run the mask stage of a step (:func:`mask_for`) and write its positions and masked values to MASKED_VALUES
-    in the step's ``work_dir``, its own files kept in MASK_SCRATCH until then; returns the written directory."""
-    out, scratch = work_dir / MASKED_VALUES, work_dir / MASK_SCRATCH
-    write_scratch_parquet(mask_for(method, source, variables, params, replace(ctx, work_dir=scratch)), out)
-    shutil.rmtree(scratch, ignore_errors=True)
+    """Run the mask stage of a step (:func:`mask_for`) on the step's ``source`` or, for a blocked method, on the
+    blocks its block stage wrote to BLOCKS in the step's ``work_dir``, and write its positions and masked values to
+    MASKED_VALUES there, its own files kept in MASK_SCRATCH until then; the blocks and those files are removed once
+    the masked values are written (no later stage reads them). Returns the written directory."""
+    out, scratch, blocks = work_dir / MASKED_VALUES, work_dir / MASK_SCRATCH, work_dir / BLOCKS
+    frame = read_table(blocks, "parquet") if needs_blocks(method) else source
+    write_scratch_parquet(mask_for(method, frame, variables, params, replace(ctx, work_dir=scratch)), out)
+    for done in (scratch, blocks):
+        shutil.rmtree(done, ignore_errors=True)
     return out
 
 
@@ -147,11 +151,9 @@ def apply_step(ddf: dd.DataFrame, method: str, variables: list[str], params: dic
     outcome with it."""
     scratch = scratch_dir("step") if work_dir is None else None
     root = Path(scratch.name if scratch else work_dir)
-    source, blocks = ddf, A.scope_count(ddf, ctx)
+    blocks = A.scope_count(ddf, ctx)
     if needs_blocks(method):
         blocks = blocks_written(method, ddf, variables, params, ctx, root)
-        source = read_table(root / BLOCKS, "parquet")
-    masked = masked_values_written(method, source, variables, params, ctx, root)
-    shutil.rmtree(root / BLOCKS, ignore_errors=True)
+    masked = masked_values_written(method, ddf, variables, params, ctx, root)
     restored = A.restore_order(ddf, read_table(masked, "parquet"), variables, root / RESTORE_SCRATCH)
     return Applied(restored.frame, blocks, (*restored.pinned, scratch), outcome_for(method, params, masked))

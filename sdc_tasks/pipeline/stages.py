@@ -26,14 +26,7 @@ from sdc_tasks.io import (
     write_scratch_parquet,
 )
 from sdc_tasks.masking.apply import Staged, StepContext, restore_order, scope_count
-from sdc_tasks.masking.methods import (
-    BLOCKS,
-    MASKED_VALUES,
-    apply_step,
-    blocks_written,
-    masked_values_written,
-    outcome_for,
-)
+from sdc_tasks.masking.methods import MASKED_VALUES, apply_step, blocks_written, masked_values_written, outcome_for
 from sdc_tasks.masking.methods import needs_blocks as method_needs_blocks
 from sdc_tasks.masking.registry import METHODS
 from sdc_tasks.outputs import scratch_area
@@ -153,19 +146,15 @@ def block_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
 
 
 def mask_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
-    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values, then
-    remove the blocks it read (a blocked method's block stage wrote them for this stage alone);
-    returns the number of scopes of a whole-scope method (None for a blocked one: its block stage counts) and,
-    for a post-masking or record swapping step, what it reached (``PostMaskOutcome.as_dict``,
-    ``SwapOutcome.as_dict``; None otherwise)."""
+    """Stage 'mask': run step ``i``'s kernel per block (or per scope) and write positions and masked values (the
+    blocks it read removed after: ``masked_values_written``); returns the number of scopes of a whole-scope method
+    (None for a blocked one: its block stage counts) and, for a post-masking or record swapping step, what it
+    reached (``PostMaskOutcome.as_dict``, ``SwapOutcome.as_dict``; None otherwise)."""
     method, variables, params, ctx = _step_args(spec, i, paths)
     source = step_source(spec, i, paths)
-    blocked = needs_blocks(spec, i)
-    frame = read_table(paths.work(i) / BLOCKS, "parquet") if blocked else source
-    outcome = outcome_for(method, params, masked_values_written(method, frame, variables, params, ctx, paths.work(i)))
-    scopes = None if blocked else scope_count(source, ctx)
-    remove_tree(paths.work(i) / BLOCKS)
-    return {"blocks": scopes, "outcome": None if outcome is None else outcome.as_dict()}
+    outcome = outcome_for(method, params, masked_values_written(method, source, variables, params, ctx, paths.work(i)))
+    return {"blocks": None if needs_blocks(spec, i) else scope_count(source, ctx),
+            "outcome": None if outcome is None else outcome.as_dict()}
 
 
 def write_stage(spec: ReleaseSpec, i: int, paths: ReleasePaths) -> dict:
