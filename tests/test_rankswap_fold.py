@@ -8,6 +8,7 @@ references in tests/test_rankswap_kernel.py); statistical_databases_survey.txt, 
 from __future__ import annotations
 
 import itertools
+import pickle
 from pathlib import Path
 
 import dask
@@ -21,6 +22,7 @@ from hypothesis import strategies as st
 
 from sdc_tasks import scheduling
 from sdc_tasks.masking import apply as A
+from sdc_tasks.masking import fold as F
 from sdc_tasks.masking.adapters import rankswap_on_column
 from sdc_tasks.masking.methods import MASKED_VALUES, apply_step
 from sdc_tasks.masking.rankswap import rank_swap_chunk, rank_swap_column
@@ -141,7 +143,7 @@ def test_the_folds_partitions_hold_a_share_of_the_window(records, sync_dask, mon
     expected = mask_values(ddf, params, None, ROWS + 1, monkeypatch, tmp_path / "column")
     folded = mask_values(ddf, params, None, 0, monkeypatch, tmp_path / "fold")
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
-    assert len(list((tmp_path / "fold" / "fold").glob("settled-000-*.arrow"))) == chunks
+    assert len(list((tmp_path / "fold" / "fold").glob("fold-*/settled-000-*.arrow"))) == chunks
 
 
 def test_fold_does_not_depend_on_the_partitioning(records, sync_dask, monkeypatch, tmp_path):
@@ -160,7 +162,33 @@ def test_text_ids_break_ties_as_the_whole_column_path(records, sync_dask, monkey
     expected = mask_values(uneven(texts, 9), params, None, ROWS + 1, monkeypatch, tmp_path, ["flat", "ties"])
     folded = mask_values(uneven(texts, 9), params, None, 0, monkeypatch, tmp_path / "fold", ["flat", "ties"])
     pd.testing.assert_frame_equal(folded, expected, check_exact=True)
-    assert {p.name.split("-")[0] for p in (tmp_path / "fold" / "fold").iterdir()} == {"keys", "settled"}
+    left = list((tmp_path / "fold" / "fold").glob("fold-*/*"))
+    assert {p.name.split("-")[0] for p in left} == {"settled"}  # each variable's keys removed once its fold ended
+    assert {p.suffix for p in left} == {".arrow", ".state"}
+
+
+def test_a_chunk_run_again_returns_its_kept_state_without_its_removed_keys(records, sync_dask, monkeypatch,
+                                                                          tmp_path):
+    # A chunk whose result was lost with its worker is run again by Dask after its variable's keys were removed: it
+    # returns the state it kept beside its settled values, never reading the keys, and leaves those values as they
+    # were.
+    params = validate_params("rankswap", {"p": 15})
+    folded = mask_values(uneven(records, 7), {"p": 15}, None, 0, monkeypatch, tmp_path, ["smooth"])
+    fold_dir, = (tmp_path / "fold").glob("fold-*")
+    assert not list(fold_dir.glob("keys-*"))
+    settled = sorted(fold_dir.glob("settled-000-*.arrow"))
+    last = settled[-1]
+    kept, values = last.with_suffix(".state").read_bytes(), last.read_bytes()
+    adapter = METHODS["rankswap"].fold_adapter()
+    state = F._chunk_folded(ROWS, [fold_dir / "keys-000-00000.arrow"], len(settled) - 1, F.FoldState(), 0,
+                            np.array([ROWS]), [None], "smooth", "rid", adapter.chunk, params, 5, 3, False,
+                            np.array([0, ROWS]), last, settled[-2])
+    assert state.done == state.size == ROWS
+    assert pickle.dumps(state, protocol=5) == kept and last.read_bytes() == values
+    earlier = [pickle.loads(path.with_suffix(".state").read_bytes()) for path in settled[:-1]]
+    assert [s.carry for s in earlier] == [None] * len(earlier)  # only the last chunk's state keeps its carry
+    assert [s.done for s in earlier] == sorted(s.done for s in earlier) and earlier[-1].done < ROWS
+    assert folded["smooth"].notna().all()
 
 
 def test_whole_step_by_the_fold_on_a_cluster_equals_the_whole_column_path(records, monkeypatch, tmp_path):

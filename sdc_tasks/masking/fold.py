@@ -12,8 +12,9 @@ Per variable:
    order, each reading its keys from those files when it runs, sorting them lexicographically (ties never pile
    into one partition: the position makes every key distinct), and taking the previous task's small state (the
    stratum it ended in, that stratum's ranks done, the kernel's carry, O(window)); it writes (position, masked
-   value) for its ranks to a file with a batch per input partition; the random stream of a scope is keyed as the
-   whole-column kernel's, (seed, step, variable[, stratum]), and each chunk positions it at its first rank;
+   value) for its ranks to a file with a batch per input partition, and its state beside it; the random stream of a
+   scope is keyed as the whole-column kernel's, (seed, step, variable[, stratum]), and each chunk positions it at
+   its first rank; once a variable's chain has ended, its key files are removed;
 4. each input partition reads its batch of every chunk's file and puts the values back at their positions.
 
 A chain's task thus holds one rank-ordered partition, and no task's result holds records beyond its own partition:
@@ -25,8 +26,9 @@ the last).
 from __future__ import annotations
 
 import math
+import pickle
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -34,9 +36,11 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+from dask.base import tokenize
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.exchange_files import read_batches, write_batches
+from sdc_tasks.outputs import replaced_whole
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
 from sdc_tasks.stats.order import counts_at_or_below, value_order
@@ -197,14 +201,46 @@ def _fold_chunk(ordered: pd.DataFrame, state: FoldState, first_code: int, sizes:
 
 def _chunk_folded(sent: int, files: list[Path], j: int, state: FoldState, first_code: int, sizes: np.ndarray,
                   labels: list, var: str, id_col: str, fold: ColumnFold, params: dict, seed: int, step: int,
-                  stratified: bool, offsets: np.ndarray, settled: Path) -> FoldState:
+                  stratified: bool, offsets: np.ndarray, settled: Path, before: Path | None) -> FoldState:
     """Step 3 for rank-ordered partition ``j`` of ``var``: its keys read from the input partitions' ``files``
     (``sent``: the records their tasks wrote, all of them done) and folded from ``state`` (:func:`_fold_chunk`);
-    what it settles written to ``settled``, a batch per input partition. Returns the state for the next chunk."""
+    what it settles written to ``settled``, a batch per input partition, and the state it returns beside it
+    (:func:`_state_path`). A chunk run again after its result was lost with a worker returns that state without
+    reading its keys, which are removed once the variable's fold has ended (:func:`_keys_removed`). Once its own
+    state is kept, the previous chunk's (``before``: that chunk's ``settled``) is kept without its carry, which
+    only this chunk reads (O(window): about 4 MB a chunk of rank swapping at p = 15 and 4e6 records): a chunk run
+    again returns its own kept state whatever it was given."""
+    kept = _state_path(settled)
+    if kept.exists():
+        return pickle.loads(kept.read_bytes())
     ordered = _rank_ordered(read_batches(files, j), id_col, stratified)
-    out, state = _fold_chunk(ordered, state, first_code, sizes, labels, var, fold, params, seed, step, stratified)
+    out, done = _fold_chunk(ordered, state, first_code, sizes, labels, var, fold, params, seed, step, stratified)
     write_batches(out, np.searchsorted(offsets, out[POS_COL].to_numpy(), side="right") - 1, len(offsets) - 1,
                   settled)
+    _kept(kept, done)
+    if before is not None:
+        _kept(_state_path(before), replace(state, carry=None))
+    return done
+
+
+def _state_path(settled: Path) -> Path:
+    """Where the state a chunk of the fold ended in is kept, beside the file of what it settled."""
+    return settled.with_suffix(".state")
+
+
+def _kept(path: Path, state: FoldState) -> None:
+    """Write ``state`` to ``path``, atomically."""
+    with replaced_whole(path) as partial:
+        partial.write_bytes(pickle.dumps(state, protocol=5))
+
+
+def _keys_removed(state: FoldState, files: list[Path]) -> FoldState:
+    """Remove a variable's key files once its fold has ended (``state``: its last chunk's, passed on): every chunk
+    has read them, and a chunk run again returns its kept state instead (:func:`_chunk_folded`). The variables'
+    keys, 25 bytes a record each, are all written before the first chain starts; without this, a variable's stayed
+    until the step's end, beside the settled values of every variable (docs/performance.md)."""
+    for path in files:
+        path.unlink(missing_ok=True)
     return state
 
 
@@ -243,9 +279,9 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
                    work: Path) -> dd.DataFrame:
     """A window kernel (``fold``) on each variable over the whole file or within each stratum, as a fold over
     rank-ordered partitions of about ``target_rows`` records (at least as many as the input has) or, where the
-    widest scope's window is longer, of a WINDOW_SHARE of that window; its files in the directory ``work`` (every
-    worker reaches it; keep it until the result is written); the result has the input's partitions and row order,
-    _pos and the masked variables."""
+    widest scope's window is longer, of a WINDOW_SHARE of that window; its files in a directory of ``work`` named
+    for this fold (every worker reaches it; keep it until the result is written: a chunk's kept state is read back
+    only by the same fold); the result has the input's partitions and row order, _pos and the masked variables."""
     offsets = offsets_of(lengths)
     total = int(offsets[-1])
     scopes = scopes_of(ddf, strata, total)
@@ -254,6 +290,7 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
     count = max(1, min(count, math.ceil(total / max(1, window // WINDOW_SHARE))))
     stride = max(1, total // (SAMPLES_PER_PARTITION * count))
     stratified = strata is not None
+    work = work / f"fold-{tokenize(ddf, variables, params, seed, step, id_col, strata, target_rows)}"
     parts = ddf.to_delayed()
     samples = dask.compute([dask.delayed(_key_samples)(part, int(offsets[i]), variables, id_col, strata,
                                                        scopes.labels, stride) for i, part in enumerate(parts)])[0]
@@ -274,8 +311,9 @@ def folded_records(ddf: dd.DataFrame, lengths: list[int], variables: list[str], 
         for j, (lo, hi) in enumerate(_code_bounds(splitters[var], len(scopes.labels))):
             state = dask.delayed(_chunk_folded)(sent, sources, j, state, lo, scopes.sizes[lo:hi + 1],
                                                 scopes.labels[lo:hi + 1], var, id_col, fold.chunk, params, seed, step,
-                                                stratified, bounds, settled[var][j])
-        done.append(state)
+                                                stratified, bounds, settled[var][j],
+                                                settled[var][j - 1] if j else None)
+        done.append(dask.delayed(_keys_removed)(state, sources))
     settled_at = _shared(settled)
     pieces = [dask.delayed(_columns_at)(int(offsets[i]), lengths[i], i, settled_at, done, variables)
               for i in range(len(lengths))]
