@@ -5,6 +5,7 @@ computation when every original is a candidate."""
 
 from __future__ import annotations
 
+import re
 from unittest import mock
 
 import dask
@@ -279,7 +280,8 @@ def test_routing_groups_hold_about_route_rows_records_in_at_least_four_groups():
 def test_linkage_kept_in_files_gives_on_worker_processes_the_credits_held_in_memory(dask_scheduler, tmp_path):
     """A distance linkage graph that keeps its tasks' results in files (each routed piece picked inside the task
     that reads it, no task of its own) gives, on the session's two worker processes, the credits of the same graph
-    held in memory and run in this process, in several routing groups and cells."""
+    held in memory and run in this process, in several routing groups and cells, and removes the points, cells
+    and routed records once every task reading them has run."""
     from distributed import Client
 
     from sdc_tasks.reserved import MASKED_SUFFIX
@@ -306,3 +308,5 @@ def test_linkage_kept_in_files_gives_on_worker_processes_the_credits_held_in_mem
     with Client(dask_scheduler, set_as_default=False) as client:
         kept = client.compute(credits(tmp_path / "files")).result()
     assert np.array_equal(kept, held) and 0 < held[0] < n
+    left = {re.sub(r"(-\d+)+$", "", f.name) for f in (tmp_path / "files").iterdir() if f.suffix != ".where"}
+    assert left == {"sample", "tree", "tree-once-cells", "home-counts", "rest-counts", "credit", "credits"}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import operator
+import pickle
 
 import dask
 import numpy as np
@@ -41,14 +42,39 @@ def test_a_graph_with_files_keeps_results_there_and_computes_the_same(tmp_path):
         g, split, result = build(tmp_path)
         assert result.compute() == expected
         stored = dask.compute(g.result(split[0]))[0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [*(f"split-{i}" for i in range(4)), "cell-0", "cell-1", "total-0-0"])
+    kept = [*(f"split-{i}" for i in range(4)), "cell-0", "cell-1", "total-0-0"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([*kept, *(f"{name}.where" for name in kept)])
     assert len(g.tasks) == 4 + 2 + 1  # the items picked inside the cells' tasks: no task of their own
     assert isinstance(stored, tuple) and np.array_equal(stored[0], np.arange(5) % 3)
     task = g.tasks[split[0].key]
     assert isinstance(task(dict.fromkeys(task.dependencies, parts[0].compute())), StoredTuple)
     piece = task(dict.fromkeys(task.dependencies, parts[0].compute())).pieces[1]
     assert isinstance(piece, Stored) and np.array_equal(piece.load(), np.arange(5) * 2.0)
+
+
+def test_results_are_removed_once_read_and_a_task_run_again_never_reads_them(tmp_path):
+    """``remove``: the split pieces' files go once both cells have read them, each task's record of where its result
+    lies stays, and the result is the same. A task run again (as Dask does when the worker holding its result
+    died) returns where its result lies without loading its arguments, so the removed pieces are never read."""
+    parts = [dask.delayed(pd.DataFrame)({"x": np.arange(i, i + 5)}) for i in range(4)]
+    g = TaskGraph("removed", 1, files=tmp_path)
+    split = [g.task("split", (i,), lambda df: (df["x"].to_numpy() % 3, df["x"].to_numpy() * 2.0), g.input(p))
+             for i, p in enumerate(parts)]
+    cells = [g.task("cell", (c,), lambda pieces: np.concatenate(pieces).sum(), [g.item(s, c) for s in split])
+             for c in range(2)]
+    g.remove("split-removed", [g.item(s, 1) for s in split], cells)
+    xs = np.concatenate([np.arange(i, i + 5) for i in range(4)])
+    with dask.config.set(scheduler="sync"):
+        assert g.result(g.reduce("total", cells, operator.add)).compute() == (xs % 3).sum() + (xs * 2.0).sum()
+    names = {p.name for p in tmp_path.iterdir()}
+    assert not names & {f"split-{i}" for i in range(4)}
+    assert {f"split-{i}.where" for i in range(4)} <= names and {"cell-0", "cell-1"} <= names
+    removed = pickle.loads((tmp_path / "split-0.where").read_bytes())
+    with pytest.raises(FileNotFoundError):
+        removed.pieces[1].load()
+    again = g.tasks[cells[1].key]
+    where = again(dict.fromkeys(again.dependencies, removed))
+    assert isinstance(where, Stored) and where.load() == (xs * 2.0).sum()
 
 
 def test_stored_results_map_their_arrays_aligned_and_copy_on_write(tmp_path):
