@@ -264,9 +264,14 @@ def write_csv(frame: pd.DataFrame, path: str | Path) -> None:
         pa_csv.write_csv(table, f, pa_csv.WriteOptions(include_header=False, quoting_style="none"))
 
 
+def parquet_files(path: str | Path) -> list[Path]:
+    """The files of a Parquet dataset written by ``write_parquet``, in the order of its partitions (their names)."""
+    return sorted(Path(path).glob("*.parquet"))
+
+
 def parquet_row_counts(path: str | Path) -> list[int]:
     """Rows of each file of a Parquet dataset written by ``write_parquet``, from the footers alone."""
-    return [pq.ParquetFile(f).metadata.num_rows for f in sorted(Path(path).glob("*.parquet"))]
+    return [pq.ParquetFile(f).metadata.num_rows for f in parquet_files(path)]
 
 
 def read_checkpoint(path: str | Path, id_col: str, keep_partitions: bool) -> dd.DataFrame:

@@ -18,6 +18,7 @@ from sdc_tasks.evaluation.global_order import ID, KEY, keyed_frame, sorted_colum
 from sdc_tasks.evaluation.measures import continuous_measures, evaluate
 from sdc_tasks.evaluation.order_measures import OrderAsked, variable_order_measures
 from sdc_tasks.evaluation.profile import PROFILES_KEY, release_profile
+from sdc_tasks.io import read_checkpoint, write_parquet
 from sdc_tasks.metrics.pil import QUANTILES, quantile_pil
 from sdc_tasks.metrics.rank_metrics import rank_errors, ranks
 from sdc_tasks.metrics.risk import interval_hits, sdid_hits
@@ -403,6 +404,44 @@ def test_pairs_written_to_scratch_give_the_same_metrics(sync_dask, tied, monkeyp
     assert all(f is not None and f.parent.parent.parent == work for f in sorts)
     assert list(work.iterdir()) == []
     assert {"IL", "PIL", "DLD", "PLD", "ID", PROFILES_KEY} <= set(persisted)
+
+
+@pytest.mark.parametrize("case", ["ids", "row positions", "ids differ"])
+def test_pairs_of_parquet_datasets_that_zip_are_read_from_them_not_written(sync_dask, tied, monkeypatch, tmp_path,
+                                                                           case):
+    """A release's input checkpoint and output (Parquet datasets, a file per partition, the same ids in the same
+    order file by file; an original without ids has its row positions, as read_checkpoint gives them) are paired by
+    reading both side by side, each pass only its columns: the same metrics and profiles as with the pairs
+    persisted, nothing written to scratch; where one file's ids differ (the masked file's last 40 records
+    reversed), the pairs are written as before, with the same metrics."""
+    original, masked = _files(tied)
+    masked = masked.iloc[::-1].reset_index(drop=True)
+    if case == "row positions":
+        original, masked = original.drop(columns="rid"), masked.assign(rid=np.arange(N))
+    if case == "ids differ":
+        masked.iloc[-40:] = masked.iloc[-40:].iloc[::-1].to_numpy()
+    sources = (tmp_path / "original", tmp_path / "masked")
+    for frame, where in zip((original, masked), sources):
+        write_parquet(_uneven(frame, 9), where)
+
+    def measures(**where) -> dict:
+        return continuous_measures(read_checkpoint(sources[0], "rid", False), dd.read_parquet(sources[1]), "rid",
+                                   ["a", "b", "c"], ["a", "b", "c"], ("il", "pil", "dld", "id"), profile=True,
+                                   **where)
+
+    monkeypatch.setattr(order_measures, "GATHER_ROWS", 0)
+    persisted = measures()
+    written = _written_pairs(monkeypatch)
+    assert measures(work_dir=tmp_path / "work", sources=sources) == persisted
+    assert len(written) == (1 if case == "ids differ" else 0)
+    lazy = pairing.zipped_files(sources, "rid", ["a", "b"])
+    assert (lazy is None) == (case == "ids differ")
+    if lazy is not None:
+        both = pd.concat([masked[["rid"]], original[["a", "b"]], masked[["a", "b"]].add_suffix(MASKED_SUFFIX)], axis=1)
+        pd.testing.assert_frame_equal(lazy.compute().reset_index(drop=True), both)
+        pd.testing.assert_frame_equal(lazy[["b" + MASKED_SUFFIX, "rid"]].compute().reset_index(drop=True),
+                                      both[["b" + MASKED_SUFFIX, "rid"]])
+        assert pairing.record_count(lazy).compute() == N
 
 
 def test_categorical_pairs_written_to_scratch_give_the_same_metrics(sync_dask, monkeypatch):

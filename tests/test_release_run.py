@@ -16,6 +16,7 @@ from spec_files import demo_spec_file
 
 import sdc_tasks.pipeline.stages
 from sdc_tasks.errors import ReleaseRefused
+from sdc_tasks.evaluation import pairing
 from sdc_tasks.files import tree_checksums
 from sdc_tasks.generate import bundled_path
 from sdc_tasks.pipeline.run import LOG, Stages, released, run_release
@@ -156,6 +157,22 @@ def test_the_release_report_opens_with_the_headline_and_shows_each_variable(publ
     assert sum(v["measures"]["brMAE"] for v in variables) / len(variables) == pytest.approx(summary.metrics["brMAE"])
     assert text.count('<img src="data:image/png;base64,') == 4  # distributions, DLD curve, correlations, R-U map
     assert 'src="ru_map.png"' not in text
+
+
+def test_an_evaluation_kept_out_of_memory_reads_the_checkpoint_and_output_side_by_side(published, tmp_path, client,
+                                                                                        monkeypatch):
+    """A release whose pairs the workers could not hold (forced here) pairs its input's checkpoint (ids from row
+    positions: the Census file has none) with its output by reading both, writing no copy of them: the same
+    metrics.json as the run that held its pairs in memory."""
+    zipped, written = [], []
+    monkeypatch.setattr(pairing, "workers_hold", lambda nbytes: False)
+    monkeypatch.setattr(pairing, "zipped_files",
+                        lambda *a, _z=pairing.zipped_files: zipped.append(_z(*a)) or zipped[-1])
+    monkeypatch.setattr(pairing, "_read_pairs", lambda path, _r=pairing._read_pairs: written.append(path) or _r(path))
+    run_release(load_spec(demo_spec_file(tmp_path)), client=client)
+    assert len(zipped) == 1 and zipped[0] is not None and written == []
+    metrics = {k: v for k, v in published_files(tmp_path / "release").items() if k == "metrics.json"}
+    assert metrics == {k: v for k, v in published_files(published[0]).items() if k == "metrics.json"}
 
 
 def test_each_stage_removes_the_scratch_that_only_it_read(tmp_path, client):

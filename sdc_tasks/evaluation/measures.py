@@ -81,7 +81,8 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
              ordinal: dict[str, list] | None = None, weight: str | None = None,
              reference: dd.DataFrame | None = None, intruder_original: dd.DataFrame | None = None,
              sensitive: list[str] = (), household: str | None = None, original_risk: bool = True,
-             profile: bool = False, work_dir: str | Path | None = None) -> dict:
+             profile: bool = False, work_dir: str | Path | None = None,
+             sources: tuple[Path, Path] | None = None) -> dict:
     """Return the metric keys of ``masked`` against ``original`` for the families asked for: the continuous
     families on ``variables`` and ``key_vars`` (:func:`continuous_measures`) and the categorical families
     ``cat_il`` (Dist, Dist_mean, CTBIL, ACTBIL, EBIL_MF, PRIL_MF, EBIL_RF, PRIL_RF) on the ``categorical``
@@ -99,7 +100,9 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
     (:func:`original_risk_figures`); ``profile``: also return the report's per-variable figures of the continuous
     variables under PROFILES_KEY (:func:`continuous_measures`); ``work_dir``: where the paired records of files
     larger than the workers keep in memory are written (pairing.pairs_home), removed after; a private scratch
-    directory when None. Categorical measures pair records by id."""
+    directory when None; ``sources``: the Parquet datasets ``original`` and ``masked`` were read from, which such a
+    pairing reads side by side instead of writing, where their files zip (pairing.zipped_files). Categorical
+    measures pair records by id."""
     check_options(families, pairing)
     categorical, ordinal = list(categorical), dict(ordinal or {})
     with scratch_area("evaluate", work_dir) as work:
@@ -107,7 +110,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         cat_families = tuple(f for f in families if f in CATEGORICAL_FAMILIES)
         other = tuple(f for f in families if f not in CATEGORICAL_FAMILIES)
         out = continuous_measures(original, masked, id_col, variables, [k for k in key_vars if k not in categorical],
-                                  other, pairing, cell_rows, pld_cell_rows, profile, work) if other else {}
+                                  other, pairing, cell_rows, pld_cell_rows, profile, work, sources) if other else {}
         if not cat_families:
             return out
         sensitive = list(sensitive) if "ldiversity" in cat_families else []
@@ -123,7 +126,7 @@ def evaluate(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variable
         if reference is not None:
             check_columns(reference.columns, categorical, "reference file")
         n = int(dask.compute(record_count(original))[0])
-        pairs = paired(original, masked, id_col, cols, pairs_home(work, original, [id_col, *cols], n))
+        pairs = paired(original, masked, id_col, cols, pairs_home(work, original, [id_col, *cols], n), sources)
         n_masked, matched = (int(x) for x in dask.compute(record_count(masked), record_count(pairs)))
         if matched != n_masked or n_masked == 0:
             raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the same "
@@ -157,7 +160,8 @@ def original_risk_figures(ctx: CategoricalContext, families: tuple[str, ...], id
 def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
                         key_vars: list[str], families: tuple[str, ...] = DEFAULT_FAMILIES, pairing: str = "auto",
                         cell_rows: int = DEFAULT_CELL_ROWS, pld_cell_rows: int = PLD_CELL_ROWS,
-                        profile: bool = False, work_dir: str | Path | None = None) -> dict:
+                        profile: bool = False, work_dir: str | Path | None = None,
+                        sources: tuple[Path, Path] | None = None) -> dict:
     """Return docs/metrics.md keys for ``masked`` against ``original`` for the continuous families asked for: ``il``
     (IL1..IL5, IL, IL1s, the survey's matrix measures, brMAE, brMSE), ``pil`` (PIL_*, PIL), ``dld`` (DLD_i,
     DLD2_i, DLD), ``pld`` (PLD, with PLD_candidate_recall, the share of records whose own original is among
@@ -178,7 +182,9 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     report figures under PROFILES_KEY (sdc_tasks/evaluation/profile.py), from the same gathering or sorts of the
     variable as the order-based measures, when the records pair one to one by id (left out otherwise).
     ``work_dir``: where the paired records of files larger than the workers keep in memory are written
-    (pairing.pairs_home), removed after; a private scratch directory when None.
+    (pairing.pairs_home), removed after; a private scratch directory when None; ``sources``: the Parquet datasets
+    the two files were read from, read side by side instead where the pairing is written and their files zip
+    (pairing.zipped_files).
     """
     check_options(families, pairing)
     check_columns(original.columns, [id_col, *variables, *key_vars], "original file")
@@ -186,6 +192,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
     if pairing == "paper":
         m = frame_moments(original, variables)
         masked = with_nearest_original_ids(original, masked, id_col, variables, m.mean, standard_scale(m.sd))
+        sources = None
         key_vars = [key_vars[k] for k in file_key_order(list(original.columns), key_vars)]
     units = _units(families) + ([PROFILE] if profile else [])
     cols = list(dict.fromkeys([*variables, *key_vars]))
@@ -199,7 +206,7 @@ def continuous_measures(original: dd.DataFrame, masked: dd.DataFrame, id_col: st
                          "records")
     with scratch_area("pairs", work_dir) as work:
         scratch = pairs_home(work, original, [id_col, *cols], max(n, n_masked))
-        by_id = paired(original, masked, id_col, cols, scratch) if pairing != "nearest" else None
+        by_id = paired(original, masked, id_col, cols, scratch, sources) if pairing != "nearest" else None
         matched = int(dask.compute(record_count(by_id))[0]) if by_id is not None else 0
         if pairing in ("id", "paper") and matched != n_masked:
             raise InputError(f"{n_masked - matched} of {n_masked} masked records have no original record with the "

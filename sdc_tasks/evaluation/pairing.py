@@ -14,11 +14,12 @@ import dask
 import dask.dataframe as dd
 import numpy as np
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 from scipy.spatial import cKDTree
 
 from sdc_tasks.errors import InputError
-from sdc_tasks.io import add_row_ids, scratch_options, write_scratch_parquet
+from sdc_tasks.io import add_row_ids, parquet_files, parquet_row_counts, scratch_options, write_scratch_parquet
 from sdc_tasks.kdtree import kd_tree, nearest_records
 from sdc_tasks.reserved import MASKED_SUFFIX
 from sdc_tasks.scheduling import shuffle_method, workers_hold
@@ -113,15 +114,75 @@ def _read_pairs(scratch: Path) -> dd.DataFrame:
     return dd.from_map(_pairs_file, [str(f) for f in files], meta=meta, enforce_metadata=False)
 
 
+def _file_ids(path: str, id_col: str, offset: int | None) -> pa.Array:
+    """The ids of a Parquet file: its id column or, with ``offset``, the row positions from there (as
+    ``io.read_checkpoint`` gives a file without ids)."""
+    if offset is None:
+        return pq.read_table(path, columns=[id_col]).column(0).combine_chunks()
+    return pa.array(np.arange(offset, offset + pq.ParquetFile(path).metadata.num_rows, dtype=np.int64))
+
+
+def _same_id_files(original: str, masked: str, id_col: str, offset: int | None) -> bool:
+    """Whether two Parquet files hold the same ids in the same order (their id columns alone read; ``offset``: see
+    :func:`_file_ids`)."""
+    return _file_ids(original, id_col, offset).equals(_file_ids(masked, id_col, None))
+
+
+def _zipped_files(files: tuple[str, str], offset: int | None, id_col: str, variables: list[str],
+                  columns: list[str] | None = None) -> pd.DataFrame:
+    """The pairs of an original and a masked Parquet file holding the same ids in the same order: only ``columns``
+    when given (the original's columns read from the first file, the suffixed masked ones from the second; the ids,
+    with ``offset``, the original's row positions)."""
+    wanted = list(columns) if columns is not None else [id_col, *variables, *(v + MASKED_SUFFIX for v in variables)]
+    masked = [c for c in wanted if c.endswith(MASKED_SUFFIX)]
+    own = pq.read_table(files[0], columns=[c for c in wanted if c not in masked and (offset is None or c != id_col)])
+    theirs = pq.read_table(files[1], columns=[c.removesuffix(MASKED_SUFFIX) for c in masked])
+    values = {**{c: own.column(c).to_pandas() for c in own.column_names},
+              **{c + MASKED_SUFFIX: theirs.column(c).to_pandas() for c in theirs.column_names}}
+    if id_col in wanted and id_col not in values:
+        values[id_col] = _file_ids(files[0], id_col, offset).to_pandas()
+    return pd.DataFrame({c: values[c] for c in wanted}, index=pd.RangeIndex(pq.ParquetFile(files[1]).metadata.num_rows))
+
+
+def zipped_files(sources: tuple[Path, Path], id_col: str, variables: list[str]) -> dd.DataFrame | None:
+    """The pairs of two Parquet datasets (``io.write_parquet``'s: the original's checkpoint and a release's
+    output) read from them side by side, each pass reading only the columns it selects, where their files hold the
+    same ids in the same order file by file (checked on their id columns, one pass; an original without ids has its
+    row positions, as ``io.read_checkpoint`` reads it); otherwise None. Nothing is written: a pairing too large for
+    the workers' memory then costs no copy of both files on disk (216 bytes a record for 13 variables, a fifth of a
+    release's disk at its peak)."""
+    files = [[str(f) for f in parquet_files(s)] if Path(s).is_dir() else [] for s in sources]
+    if not files[0] or len(files[0]) != len(files[1]):
+        return None
+    empty = [pq.read_schema(f[0]).empty_table().to_pandas() for f in files]
+    if any(c not in e.columns for e in empty for c in variables) or id_col not in empty[1].columns:
+        return None
+    offsets: list = [None] * len(files[0])
+    if id_col not in empty[0].columns:
+        offsets = [int(o) for o in np.cumsum([0, *parquet_row_counts(sources[0])])[:-1]]
+        empty[0].insert(0, id_col, pd.Series(dtype=np.int64))
+    if not all(dask.compute(*[dask.delayed(_same_id_files)(o, m, id_col, at)
+                              for o, m, at in zip(*files, offsets)])):
+        return None
+    return dd.from_map(_zipped_files, list(zip(*files)), offsets, id_col=id_col, variables=variables,
+                       meta=_side_by_side(empty[0], empty[1], id_col, variables), enforce_metadata=False)
+
+
 def paired(original: dd.DataFrame, masked: dd.DataFrame, id_col: str, variables: list[str],
-           scratch: Path | None = None) -> dd.DataFrame:
+           scratch: Path | None = None, sources: tuple[Path, Path] | None = None) -> dd.DataFrame:
     """Original and masked values side by side, one row per id present in both (masked columns suffixed), held
     (:func:`held`: persisted, or written to ``scratch``, :func:`pairs_home`).
 
     When both files have the same partitions with the same ids in the same order (a release's output against
     its input), partitions are zipped; otherwise the files are joined on the id (a shuffle). The ids are checked
     on the very partitions that are zipped: Dask's Parquet reader may fuse the partitions of a column subset, and
-    not alike for two files."""
+    not alike for two files. ``sources``: the Parquet datasets the two frames were read from
+    (``io.read_checkpoint``, ``io.read_table``), whose files, where they zip (:func:`zipped_files`), a pairing kept
+    out of memory reads instead of writing the pairs to ``scratch``."""
+    if scratch is not None and sources is not None:
+        lazy = zipped_files(sources, id_col, variables)
+        if lazy is not None:
+            return lazy
     columns = [id_col, *variables]
     originals, maskeds = original[columns].to_delayed(), masked[columns].to_delayed()
     if len(originals) == len(maskeds):

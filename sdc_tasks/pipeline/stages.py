@@ -187,15 +187,17 @@ def evaluate_release(spec: ReleaseSpec, paths: ReleasePaths) -> dict:
     roles = spec.variables
     seen = intruder_view(spec, original)
     household = spec.households.id if spec.households is not None else None
+    sources = (paths.checkpoint, paths.masked)
     if household is not None and household not in masked.columns:  # left out of the release: joined back by id
         masked = masked.merge(original[[spec.id_column, household]], on=spec.id_column, how="left",
                               shuffle_method=shuffle_method())
+        sources = None
     metrics = evaluate(original, masked, spec.id_column, list(roles.continuous),
                        [*spec.linkage_keys, *spec.categorical_keys], tuple(spec.metrics),
                        categorical=list(roles.categorical), ordinal=category_orders(spec, original),
                        weight=roles.weight, intruder_original=seen.frame if seen else None,
                        sensitive=list(roles.sensitive), household=household, profile=True,
-                       work_dir=paths.root / WORK_DIR)
+                       work_dir=paths.root / WORK_DIR, sources=sources)
     return {**metrics, "seed": spec.seed, "method": "+".join(s.method for s in spec.steps)}
 
 
