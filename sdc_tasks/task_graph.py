@@ -208,9 +208,8 @@ class TaskGraph:
         tasks ``after`` have run, every task reading them among those or before them: the graph's disk then holds
         what its tasks still read, not all it has written (distance linkage at 4e6 records held all it wrote, 1,516 MB,
         at its peak; 1,247 MB with the routed originals removed once the cells are built). The graph's result waits
-        for the removals; returns
-        the removal's reference, for tasks that must wait for it (:meth:`after`). In memory Dask releases a result
-        once its readers are done: None."""
+        for the removals. Returns the removal's reference, for tasks that must wait for it (:meth:`after`); in
+        memory, where Dask releases a result once its readers are done, None."""
         if self.files is None:
             return None
         key = (f"{self.name}-{label}",)
