@@ -29,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import pickle
 import re
 import shutil
 import signal
@@ -463,6 +464,13 @@ def replaced_whole(path: PathLike) -> Iterator[Path]:
         os.replace(partial, path)
     finally:
         partial.unlink(missing_ok=True)
+
+
+def pickled_whole(path: PathLike, value: object) -> None:
+    """Write ``value``'s pickle to ``path`` whole (:func:`replaced_whole`): what a task keeps of its result for the
+    run of it that may follow a lost worker."""
+    with replaced_whole(path) as partial:
+        partial.write_bytes(pickle.dumps(value, protocol=5))
 
 
 @contextlib.contextmanager

@@ -38,7 +38,7 @@ from dask.base import tokenize
 from dask.delayed import Delayed
 from dask.highlevelgraph import HighLevelGraph
 
-from sdc_tasks.outputs import replaced_whole
+from sdc_tasks.outputs import pickled_whole, replaced_whole
 
 
 def _node(arg: Any) -> Any:
@@ -105,8 +105,7 @@ def _stored_call(func: Callable, path: str, *args: Any) -> Stored | StoredTuple:
     if where.exists():
         return pickle.loads(where.read_bytes())
     result = stored(func(*_loaded(args)), path)
-    with replaced_whole(where) as partial:
-        partial.write_bytes(pickle.dumps(result, protocol=5))
+    pickled_whole(where, result)
     return result
 
 

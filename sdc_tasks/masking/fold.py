@@ -40,7 +40,7 @@ from dask.base import tokenize
 
 from sdc_tasks.blocking import offsets_of
 from sdc_tasks.exchange_files import read_batches, write_batches
-from sdc_tasks.outputs import replaced_whole
+from sdc_tasks.outputs import pickled_whole
 from sdc_tasks.randomness import rng_for
 from sdc_tasks.reserved import POS_COL, SCOPE_COL, VALUE_COL
 from sdc_tasks.stats.order import counts_at_or_below, value_order
@@ -217,21 +217,15 @@ def _chunk_folded(sent: int, files: list[Path], j: int, state: FoldState, first_
     out, done = _fold_chunk(ordered, state, first_code, sizes, labels, var, fold, params, seed, step, stratified)
     write_batches(out, np.searchsorted(offsets, out[POS_COL].to_numpy(), side="right") - 1, len(offsets) - 1,
                   settled)
-    _kept(kept, done)
+    pickled_whole(kept, done)
     if before is not None:
-        _kept(_state_path(before), replace(state, carry=None))
+        pickled_whole(_state_path(before), replace(state, carry=None))
     return done
 
 
 def _state_path(settled: Path) -> Path:
     """Where the state a chunk of the fold ended in is kept, beside the file of what it settled."""
     return settled.with_suffix(".state")
-
-
-def _kept(path: Path, state: FoldState) -> None:
-    """Write ``state`` to ``path``, atomically."""
-    with replaced_whole(path) as partial:
-        partial.write_bytes(pickle.dumps(state, protocol=5))
 
 
 def _keys_removed(state: FoldState, files: list[Path]) -> FoldState:
