@@ -35,8 +35,9 @@ def test_a_worker_trims_its_heap_only_above_its_spill_threshold_and_at_most_its_
     before = time.monotonic()
     check()
     assert trims == [0]  # malloc_trim(0): every free page of the heap
-    assert check.next_at - before >= 0.01 / worker_heap.TRIM_SHARE  # a trim of 10 ms (or more, on a busy machine)
-    check()                                                          # waits 1 / TRIM_SHARE times as long
+    # a trim of 10 ms (or more, on a busy machine) waits 1 / TRIM_SHARE times as long before the next
+    assert check.next_at - before >= 0.01 / worker_heap.TRIM_SHARE
+    check()
     assert trims == [0]
     time.sleep(max(0.0, check.next_at - time.monotonic()) + 0.01)
     check()
