@@ -78,13 +78,12 @@ def busy_by_kind(stream: list[dict]) -> tuple[collections.Counter, collections.C
     return seconds, count
 
 
-def kinds_report(stream: list[dict], share: float) -> tuple[float, list[str]]:
-    """The workers' busy seconds in a task stream, and a line (seconds, tasks, kind) per kind of task that took at
-    least ``share`` of them, the longest first."""
-    seconds, count = busy_by_kind(stream)
+def kinds_report(seconds: collections.Counter, count: collections.Counter, share: float) -> list[str]:
+    """A line (seconds, tasks, kind) per kind of task of :func:`busy_by_kind` that took at least ``share`` of the
+    workers' busy seconds, the longest first."""
     total = sum(seconds.values())
-    return total, [f"  {secs:9.1f} s {count[kind]:6d} tasks  {kind}" for kind, secs in seconds.most_common()
-                   if secs >= share * total]
+    return [f"  {secs:9.1f} s {count[kind]:6d} tasks  {kind}" for kind, secs in seconds.most_common()
+            if secs >= share * total]
 
 
 def main() -> None:
@@ -107,12 +106,12 @@ def main() -> None:
                                    list(CENSUS_VARIABLES), KEYS, tuple(FULL_EVALUATION), profile=True,
                                    work_dir=Path(tmp))
             wall = time.perf_counter() - start
-    total, lines = kinds_report(stream.data, 0.001)
+    seconds, count = busy_by_kind(stream.data)
+    total = sum(seconds.values())
     print(f"rows={args.rows} method={args.method} workers={args.workers}: evaluation {wall:.1f} s wall, {total:.1f} s "
           f"busy; IL {metrics['IL']:.3f} PIL {metrics['PIL']:.3f} DLD {metrics['DLD']:.3f} ID {metrics['ID']:.3f}")
-    print("\n".join(lines))
+    print("\n".join(kinds_report(seconds, count, 0.001)))
     if args.json:
-        seconds, count = busy_by_kind(stream.data)
         numbers = {k: v for k, v in metrics.items() if isinstance(v, (int, float))}
         args.json.write_text(json.dumps({"rows": args.rows, "method": args.method, "wall_s": wall,
                                          "busy_s": dict(seconds), "tasks": dict(count), "metrics": numbers}, indent=1))

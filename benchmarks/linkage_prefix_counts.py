@@ -5,8 +5,8 @@ than their own and as near (``metrics.risk.linkage_counts``, the ``linkage-home-
 how the counts came out: the share of records with no original nearer than their own (the search had to cover their
 whole ball and found nothing in it) and with two or more (the search stopped at the second).
 
-The cell is the first leaf of a split tree grown as the linkage graph grows it (a sample of about
-SAMPLE_ROWS_PER_CELL originals per cell, ``metrics.spatial_blocks.split_tree``); the variables are standardized by
+The cell is the first leaf of a split tree grown as the linkage graph grows it (from the hash sample of
+``evaluation.linkage.sample_fraction``, ``metrics.spatial_blocks.split_tree``); the variables are standardized by
 the originals' mean and sd. Each count is timed twice in this process and the second taken (the first loads the
 compiled kernel).
 
@@ -25,7 +25,7 @@ import numpy as np
 from evaluation_parts import MASKINGS, prepared
 from scale_record import KEYS
 
-from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, SAMPLE_ROWS_PER_CELL, n_cells_for
+from sdc_tasks.evaluation.linkage import DEFAULT_CELL_ROWS, n_cells_for, sample_fraction
 from sdc_tasks.io import read_table
 from sdc_tasks.metrics.risk import exact_distances, linkage_counts
 from sdc_tasks.metrics.spatial_blocks import make_cell, sample_mask, split_tree
@@ -55,7 +55,7 @@ def main() -> None:
     for j in range(1, len(KEYS) + 1):
         center, scale = original[:, :j].mean(axis=0), original[:, :j].std(axis=0)
         o, q = (original[:, :j] - center) / scale, (masked[:, :j] - center) / scale
-        tree = split_tree(o[sample_mask(ids, min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / len(o)))], n_cells)
+        tree = split_tree(o[sample_mask(ids, sample_fraction(len(o), n_cells))], n_cells)
         inside, home = tree.leaves_of(o) == 0, tree.leaves_of(q) == 0
         cell, d_own = make_cell(ids[inside], o[inside]), exact_distances(q[home], o[home])
         linkage_counts(cell.tree, q[home], d_own)

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 
 from distributed import get_task_stream
-from evaluation_parts import kinds_report, task_kind
+from evaluation_parts import busy_by_kind, kinds_report, task_kind
 from scale_record import STEPS, write_records
 
 from sdc_tasks.api import masked
@@ -58,10 +58,11 @@ def main() -> None:
                 masked(data, step["method"], step["params"], id_column="record_id", seed=1,
                        out=Path(tmp) / "masked", client=client)
             wall = time.perf_counter() - start
-    total, lines = kinds_report(stream.data, 0.005)
+    seconds, count = busy_by_kind(stream.data)
+    total = sum(seconds.values())
     print(f"rows={args.rows} method={args.method} workers={args.workers}: mask step {wall:.1f} s wall, "
           f"{total:.1f} s busy")
-    print("\n".join(lines))
+    print("\n".join(kinds_report(seconds, count, 0.005)))
     print("tasks started, per second of the step:")
     for second, kinds in sorted(started_per_second(stream.data).items()):
         print(f"  {second:5d} s  " + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common(4)))

@@ -182,6 +182,12 @@ def _group_credit(n_rows: int, counts: list[tuple[np.ndarray, np.ndarray, np.nda
     return np.array([linkage_credit(closer, tied, 1).sum(), linkage_credit(closer, tied, 2).sum()])
 
 
+def sample_fraction(n: int, n_cells: int) -> float:
+    """The share of ``n`` original records in the hash sample a split tree of ``n_cells`` cells is grown from: about
+    SAMPLE_ROWS_PER_CELL records a cell, all of them for a small file."""
+    return min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / max(n, 1))
+
+
 def n_cells_for(n: int, cell_rows: int) -> int:
     """Number of cells for ``n`` original records at about ``cell_rows`` records per cell."""
     if cell_rows < 1:
@@ -216,7 +222,7 @@ def split_graph(g: TaskGraph, originals: list[tuple[TaskRef, TaskRef]], n: int,
     routed to the cells once the routed originals are gone, not beside them (at 4e6 records, 256 of the linkage
     files' 1,516 MB)."""
     n_cells = n_cells_for(n, cell_rows)
-    fraction = min(1.0, SAMPLE_ROWS_PER_CELL * n_cells / max(n, 1))
+    fraction = sample_fraction(n, n_cells)
     tree = g.task("tree", (), _grow, [g.task("sample", (i,), _sample, ids, points, fraction)
                                       for i, (ids, points) in enumerate(originals)], n_cells)
     routed = [g.task("route-originals", (i,), _route_originals, ids, points, tree, n_cells)
