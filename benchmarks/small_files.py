@@ -13,6 +13,10 @@ compile them from source, about 0.15 s).
 sdcMicro is looked for with ``Rscript`` on the PATH and the library in ``--r-lib`` (or $SDCMICRO_LIB) or R's
 own library paths; where it is missing the benchmark says so and prints the project's figures only.
 
+Then the floor under the rank swap's process (``benchmarks/rankswap_floor.py``: the CSV read with pyarrow, the
+project's kernel on each column, one Parquet file written; no checks, no Dask, no CLI), checked to write the values
+``sdc mask`` wrote, and sdcMicro's time over it: the most any process using these kernels could reach here.
+
 Last, ``sdc --help`` and ``sdc demo`` (the bundled 1,080-record release: Prefect's temporary server, a
 2-worker LocalCluster, the full evaluation and the report) as whole processes (best of ``--repeat``, after one
 untimed run that also creates the Prefect database where there is none).
@@ -32,6 +36,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 
 from sdc_tasks.datasets import load_census
 
@@ -105,6 +110,7 @@ def main() -> None:
               f"sdcMicro: {'missing (' + missing + ')' if missing else 'found'}")
         print("| method | sdc mask (threads) | sdc mask --workers 2 | sdcMicro | x cluster run | x sdcMicro |")
         print("|---|---|---|---|---|---|")
+        peers = {}
         for name, (options, expression) in METHODS.items():
             sdc = [sys.executable, "-m", "sdc_tasks.cli", "mask", "--input", str(data), *options, "--overwrite",
                    "--out", str(Path(tmp) / f"{name}.parquet")]
@@ -117,8 +123,18 @@ def main() -> None:
                 script.write_text(r_script(expression, data, Path(tmp) / f"{name}_r.csv", args.r_lib))
                 r_wall, r_mem = best(["Rscript", str(script)], args.r_repeat, warm_up=False)
                 peer, ratio = f"{r_wall:.1f} s, {r_mem:.2f} GiB", f"{r_wall / own:.1f}"
+                peers[name] = r_wall
             print(f"| {name} | {own:.1f} s, {own_mem:.2f} GiB | {cluster:.1f} s, {cluster_mem:.2f} GiB | {peer} | "
                   f"{cluster / own:.1f} | {ratio} |")
+
+        floor_out = Path(tmp) / "floor.parquet"
+        floor, _ = best([sys.executable, str(Path(__file__).with_name("rankswap_floor.py")), str(data), str(floor_out)],
+                        args.repeat)
+        same = pd.read_parquet(Path(tmp) / "rankswap.parquet").equals(pd.read_parquet(floor_out))
+        versus = f"{peers['rankswap'] / floor:.1f}" if "rankswap" in peers else "n/a"
+        print(f"rank swap floor (benchmarks/rankswap_floor.py: the CSV read, the kernel on each column, Parquet "
+              f"written; no checks, no Dask): {floor:.2f} s, {'the' if same else 'NOT the'} values sdc mask wrote; "
+              f"sdcMicro / floor: {versus}")
 
         helped, _ = best([sys.executable, "-m", "sdc_tasks.cli", "--help"], args.repeat)
         print(f"sdc --help: {helped:.2f} s")
