@@ -26,9 +26,10 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any, Callable
 
 from dask.utils import key_split
-from distributed import get_task_stream
+from distributed import Client, get_task_stream
 from scale_record import FULL_EVALUATION, KEYS, write_records
 
 from sdc_tasks.cluster import dask_client
@@ -86,6 +87,16 @@ def kinds_report(seconds: collections.Counter, count: collections.Counter, share
             if secs >= share * total]
 
 
+def streamed(workers: int, run: Callable[[Client], Any]) -> tuple[Any, float, list[dict]]:
+    """``run(client)`` on a fresh LocalCluster of ``workers`` processes with Dask's task stream recorded: what it
+    returned, its wall seconds and the stream's records."""
+    with dask_client(workers=workers) as client:
+        start = time.perf_counter()
+        with get_task_stream(client) as stream:
+            result = run(client)
+        return result, time.perf_counter() - start, stream.data
+
+
 def main() -> None:
     """Evaluate, print the figures, optionally write them as JSON."""
     ap = argparse.ArgumentParser()
@@ -99,14 +110,10 @@ def main() -> None:
         root = args.keep or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
         data, masked = prepared(root, args.rows, args.method)
-        with dask_client(workers=args.workers) as client:
-            start = time.perf_counter()
-            with get_task_stream(client) as stream:
-                metrics = evaluate(read_table(data, "parquet"), read_table(masked, "parquet"), "record_id",
-                                   list(CENSUS_VARIABLES), KEYS, tuple(FULL_EVALUATION), profile=True,
-                                   work_dir=Path(tmp))
-            wall = time.perf_counter() - start
-    seconds, count = busy_by_kind(stream.data)
+        metrics, wall, stream = streamed(args.workers, lambda client: evaluate(
+            read_table(data, "parquet"), read_table(masked, "parquet"), "record_id", list(CENSUS_VARIABLES), KEYS,
+            tuple(FULL_EVALUATION), profile=True, work_dir=Path(tmp)))
+    seconds, count = busy_by_kind(stream)
     total = sum(seconds.values())
     print(f"rows={args.rows} method={args.method} workers={args.workers}: evaluation {wall:.1f} s wall, {total:.1f} s "
           f"busy; IL {metrics['IL']:.3f} PIL {metrics['PIL']:.3f} DLD {metrics['DLD']:.3f} ID {metrics['ID']:.3f}")

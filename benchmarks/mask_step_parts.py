@@ -16,15 +16,12 @@ from __future__ import annotations
 import argparse
 import collections
 import tempfile
-import time
 from pathlib import Path
 
-from distributed import get_task_stream
-from evaluation_parts import busy_by_kind, kinds_report, task_kind
+from evaluation_parts import busy_by_kind, kinds_report, streamed, task_kind
 from scale_record import STEPS, write_records
 
 from sdc_tasks.api import masked
-from sdc_tasks.cluster import dask_client
 
 
 def started_per_second(stream: list[dict]) -> dict[int, collections.Counter]:
@@ -52,19 +49,16 @@ def main() -> None:
         data = root / "data"
         if not data.exists():
             write_records(data, args.rows)
-        with dask_client(workers=args.workers) as client:
-            start = time.perf_counter()
-            with get_task_stream(client) as stream:
-                masked(data, step["method"], step["params"], id_column="record_id", seed=1,
-                       out=Path(tmp) / "masked", client=client)
-            wall = time.perf_counter() - start
-    seconds, count = busy_by_kind(stream.data)
+        _, wall, stream = streamed(args.workers, lambda client: masked(
+            data, step["method"], step["params"], id_column="record_id", seed=1, out=Path(tmp) / "masked",
+            client=client))
+    seconds, count = busy_by_kind(stream)
     total = sum(seconds.values())
     print(f"rows={args.rows} method={args.method} workers={args.workers}: mask step {wall:.1f} s wall, "
           f"{total:.1f} s busy")
     print("\n".join(kinds_report(seconds, count, 0.005)))
     print("tasks started, per second of the step:")
-    for second, kinds in sorted(started_per_second(stream.data).items()):
+    for second, kinds in sorted(started_per_second(stream).items()):
         print(f"  {second:5d} s  " + ", ".join(f"{kind} {n}" for kind, n in kinds.most_common(4)))
 
 
